@@ -1,0 +1,407 @@
+/*
+ * swp.h - libsiwarp internals shared between files.  Nothing here is
+ * public; the public API is include/siwarp/siwarp.h.
+ */
+#ifndef SWP_SWP_H
+#define SWP_SWP_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "siwarp/siwarp.h"
+#include "iwarp_wire.h"
+
+/* ---- small lists ---------------------------------------------------------- */
+
+struct swp_list {
+    struct swp_list *next, *prev;
+};
+
+static inline void swp_list_init(struct swp_list *l) { l->next = l->prev = l; }
+static inline bool swp_list_empty(const struct swp_list *l) { return l->next == l; }
+static inline void swp_list_add_tail(struct swp_list *l, struct swp_list *n)
+{
+    n->prev = l->prev;
+    n->next = l;
+    l->prev->next = n;
+    l->prev = n;
+}
+static inline void swp_list_del(struct swp_list *n)
+{
+    n->prev->next = n->next;
+    n->next->prev = n->prev;
+    n->next = n->prev = n;
+}
+#define swp_container_of(p, type, member) \
+    ((type *)((char *)(p) - offsetof(type, member)))
+
+/* ---- logging -------------------------------------------------------------- */
+
+/* Debug trace to stderr when SIWARP_DEBUG is set in the environment. */
+void swp_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+extern int swp_debug;
+#define SWP_DBG(...) do { if (swp_debug) swp_log(__VA_ARGS__); } while (0)
+
+uint64_t swp_now_ns(void);
+
+/* ---- CRC32c (crc32c.c) ---------------------------------------------------- */
+
+/* crc is the running value as returned by a previous call, starting from 0;
+ * the result is the final CRC (pre/post inversion handled inside). */
+uint32_t swp_crc32c(uint32_t crc, const void *buf, size_t len);
+uint32_t swp_crc32c_portable(uint32_t crc, const void *buf, size_t len);
+const char *swp_crc32c_name(void);
+/* Copy src to dst and fold the bytes into crc in one pass. */
+uint32_t swp_crc32c_copy(uint32_t crc, void *dst, const void *src, size_t len);
+
+/* ---- progress engine (progress.c) ----------------------------------------- */
+
+struct swp_pollable;
+typedef void (*swp_poll_fn)(struct swp_pollable *p, uint32_t events);
+
+struct swp_pollable {
+    int fd;
+    uint32_t events;      /* EPOLLIN / EPOLLOUT currently armed */
+    swp_poll_fn fn;
+};
+
+struct swp_timer;
+typedef void (*swp_timer_fn)(struct swp_timer *t);
+struct swp_timer {
+    struct swp_list link;
+    uint64_t deadline_ns;
+    swp_timer_fn fn;
+    bool armed;
+};
+
+int  swp_poll_add(struct siwarp_ctx *ctx, struct swp_pollable *p, int fd,
+                  uint32_t events, swp_poll_fn fn);
+int  swp_poll_mod(struct siwarp_ctx *ctx, struct swp_pollable *p, uint32_t events);
+void swp_poll_del(struct siwarp_ctx *ctx, struct swp_pollable *p);
+void swp_timer_arm(struct siwarp_ctx *ctx, struct swp_timer *t, uint64_t after_ms,
+                   swp_timer_fn fn);
+void swp_timer_cancel(struct swp_timer *t);
+/* wake up pollers of the ctx fd (a completion was queued outside progress) */
+void swp_ctx_kick(struct siwarp_ctx *ctx);
+int  swp_progress_locked(struct siwarp_ctx *ctx, int timeout_ms);
+
+/* ---- memory: PD, MR, STag table (mem.c) ----------------------------------- */
+
+struct siwarp_pd {
+    struct siwarp_ctx *ctx;
+    uint32_t id;
+    uint32_t refs;        /* MRs + QPs */
+};
+
+struct siwarp_mr {
+    struct siwarp_pd *pd;
+    uint8_t *addr;
+    uint64_t len;
+    int access;
+    uint32_t stag;
+    bool valid;           /* false after invalidation */
+};
+
+/* Result of a remote access check: 0, or a Terminate code for the sender
+ * (swp_term_code built with SWP_TERM()). */
+#define SWP_TERM(layer, etype, code) \
+    ((uint32_t)(((layer) & 0xf) << 12 | ((etype) & 0xf) << 8 | ((code) & 0xff)))
+#define SWP_TERM_LAYER(t)  (((t) >> 12) & 0xf)
+#define SWP_TERM_ETYPE(t)  (((t) >> 8) & 0xf)
+#define SWP_TERM_CODE(t)   ((t) & 0xff)
+
+/* Check a remote tagged access in the order STag valid -> PD -> rights ->
+ * bounds (with overflow).  On success *dst points at the first byte.  The
+ * `tagged_layer` selects which layer reports: DDP for placement (Write,
+ * Read Response), RDMAP for a Read Request source.  Returns 0 or a term code. */
+uint32_t swp_mem_check_remote(struct siwarp_ctx *ctx, struct siwarp_pd *pd,
+                              uint32_t stag, uint64_t to, uint64_t len, int access,
+                              int layer, uint8_t **dst);
+/* Local SGE check: lkey valid, same PD, rights, bounds.  0 or -EINVAL/-EACCES. */
+int swp_mem_check_local(struct siwarp_ctx *ctx, struct siwarp_pd *pd,
+                        const struct siwarp_sge *sge, int access);
+/* Remote invalidate (Send with Invalidate), RFC 5040 6.2: 0 or term code. */
+uint32_t swp_mem_invalidate_remote(struct siwarp_ctx *ctx, struct siwarp_pd *pd, uint32_t stag);
+void swp_mem_fini(struct siwarp_ctx *ctx);
+
+/* ---- completion queue (cq.c) ---------------------------------------------- */
+
+struct siwarp_cq {
+    struct siwarp_ctx *ctx;
+    struct siwarp_wc *ring;
+    uint32_t size, head, count;
+    uint32_t refs;
+    uint64_t overflows;
+};
+int swp_cq_push(struct siwarp_cq *cq, const struct siwarp_wc *wc);
+
+/* ---- QP work queues ------------------------------------------------------- */
+
+#define SWP_MAX_SGE 16
+
+struct swp_swqe {
+    uint64_t wr_id;
+    enum siwarp_wr_opcode opcode;
+    int flags;                       /* SIWARP_SEND_* */
+    uint32_t inv_stag;
+    uint64_t raddr;
+    uint32_t rkey;
+    uint32_t num_sge;
+    uint64_t len;                    /* total bytes */
+    struct siwarp_sge sge[SWP_MAX_SGE];
+    uint8_t *inline_buf;             /* owned copy for SIWARP_SEND_INLINE */
+    /* progress */
+    uint64_t sent;                   /* payload bytes handed to the socket */
+    bool read_issued;                /* Read Request fully sent */
+    uint32_t status;                 /* enum siwarp_wc_status for completion */
+};
+
+struct swp_rwqe {
+    uint64_t wr_id;
+    uint32_t num_sge;
+    uint64_t len;
+    struct siwarp_sge sge[SWP_MAX_SGE];
+};
+
+/* An inbound RDMA Read Request being served (RFC 5040 4.4, 5.2). */
+struct swp_irqe {
+    uint32_t sink_stag;
+    uint64_t sink_to;
+    uint32_t len;
+    uint8_t *src;                    /* validated source bytes */
+    uint32_t sent;
+};
+
+/* A ring of fixed-size entries; size is a power of two. */
+struct swp_ring {
+    uint32_t head, tail, mask;       /* head: oldest, tail: next free */
+};
+static inline uint32_t swp_ring_count(const struct swp_ring *r) { return r->tail - r->head; }
+
+/* ---- negotiated connection parameters ------------------------------------- */
+
+struct swp_nego {
+    int mpa_rev;
+    bool crc, markers, p2p;
+    int rtr;                  /* one SIWARP_RTR_* bit, or 0 */
+    bool initiator;
+    uint16_t ird, ord;
+    uint32_t mulpdu;          /* max ULPDU we send */
+    uint32_t max_rx_ulpdu;    /* max ULPDU we accept */
+    bool peer_is_siwarp;
+    uint8_t peer_pd[SWP_MPA_MAX_PD];
+    uint16_t peer_pd_len;
+    /* stream octet offsets of the first FPDU, for marker placement
+     * (RFC 5044 4.3: markers start with the first FPDU of full operation) */
+};
+
+/* ---- transmit cursor (qp_tx.c) -------------------------------------------- */
+
+#define SWP_TX_IOV 64
+
+struct swp_tx {
+    struct iovec iov[SWP_TX_IOV];    /* pending bytes, in stream order */
+    uint32_t niov, iov_done;         /* iov[iov_done..niov) still to write */
+    uint64_t pending;                /* bytes still in iov[] */
+    uint8_t hdrs[4096];              /* headers, pads, CRCs, markers of pending FPDUs */
+    uint32_t hdrs_used;
+    uint64_t stream_off;             /* octets written since first FPDU (markers) */
+    uint32_t cur_fpdu_start;         /* not used unless markers */
+};
+
+/* ---- receive cursor (qp_rx.c) --------------------------------------------- */
+
+enum swp_rx_state {
+    SWP_RX_HDR,        /* collecting ULPDU_Length + DDP/RDMAP header */
+    SWP_RX_PAYLOAD,    /* placing payload */
+    SWP_RX_TRAILER,    /* pad + CRC */
+};
+
+struct swp_rx {
+    enum swp_rx_state state;
+    uint8_t *buf;                    /* staging buffer */
+    uint32_t buf_size, buf_head, buf_tail;
+    uint8_t hdr[SWP_MPA_HDR_LEN + SWP_HDR_MAX];
+    uint32_t hdr_got, hdr_want;
+    uint32_t ulpdu_len;
+    uint32_t payload_left;
+    uint8_t *place;                  /* where the next payload byte goes, or NULL */
+    struct iovec place_iov[SWP_MAX_SGE];
+    uint32_t place_niov, place_idx, place_off;
+    uint8_t trailer[8];
+    uint32_t trailer_got, trailer_want;
+    uint32_t crc;
+    uint64_t stream_off;             /* octets read since first FPDU (markers) */
+    uint32_t fpdu_start_off;         /* stream_off at current FPDU start */
+    /* current untagged message per queue: RFC 5041 5.3 */
+    uint32_t msn[SWP_QN_COUNT];      /* next expected MSN per QN */
+    uint32_t recv_got;               /* bytes placed into head RQ WQE */
+    bool cur_is_recv;
+};
+
+/* ---- connection manager (cm.c) -------------------------------------------- */
+
+enum swp_cm_state {
+    SWP_CM_IDLE,
+    SWP_CM_TCP_CONNECTING,     /* initiator: non-blocking connect */
+    SWP_CM_SEND_REQ,           /* initiator: writing MPA Request */
+    SWP_CM_WAIT_REP,           /* initiator: reading MPA Reply */
+    SWP_CM_WAIT_REQ,           /* responder: reading MPA Request (listener side) */
+    SWP_CM_WAIT_ACCEPT,        /* responder: request handed to the application */
+    SWP_CM_SEND_REP,           /* responder: writing MPA Reply */
+    SWP_CM_RTR_WAIT,           /* P2P: waiting for the peer's RTR */
+    SWP_CM_DONE,
+    SWP_CM_FAILED,
+};
+
+struct swp_cm {
+    enum swp_cm_state state;
+    struct siwarp_conn_param param;
+    uint8_t out[sizeof(struct swp_mpa_rr) + SWP_MPA_MAX_PD];
+    uint32_t out_len, out_done;
+    uint8_t in[sizeof(struct swp_mpa_rr) + SWP_MPA_MAX_PD];
+    uint32_t in_got;
+    struct swp_timer timer;
+    struct sockaddr_storage peer;
+    socklen_t peer_len;
+    int tries;                 /* fallbacks taken (v1, no markers) */
+    uint8_t user_pd[SWP_MPA_MAX_PD];
+};
+
+/* ---- QP --------------------------------------------------------------------- */
+
+struct siwarp_qp {
+    struct siwarp_ctx *ctx;
+    struct siwarp_pd *pd;
+    struct siwarp_cq *scq, *rcq;
+    struct swp_list link;            /* ctx->qps */
+    void *user;
+    enum siwarp_qp_state state;
+    struct swp_pollable pl;          /* the TCP socket */
+    struct swp_cm cm;
+    struct swp_nego nego;
+    struct siwarp_qp_init_attr init;
+
+    struct swp_swqe *sq;  struct swp_ring sqr;   /* posted sends, oldest first */
+    uint32_t sq_cur;                             /* index of WQE being transmitted */
+    struct swp_rwqe *rq;  struct swp_ring rqr;   /* posted receives */
+    uint32_t *orq;        struct swp_ring orqr;  /* our outstanding Reads: sq idx */
+    struct swp_irqe *irq; struct swp_ring irqr;  /* peer Reads we serve */
+    uint32_t tx_msn[SWP_QN_COUNT];               /* next MSN we send per QN */
+
+    struct swp_tx tx;
+    struct swp_rx rx;
+
+    bool rtr_pending_tx;        /* P2P initiator: send the RTR first */
+    bool rtr_wait_rx;           /* P2P responder: hold sends until RTR */
+    bool term_pending;          /* a Terminate is queued in tx */
+    bool closing;
+    uint32_t term_sent, term_recv;
+    int error;
+    char error_str[128];
+};
+
+/* qp.c: state table and the one setter */
+int  swp_qp_set_state(struct siwarp_qp *qp, enum siwarp_qp_state next);
+/* Protocol violation: queue a Terminate with `term` (SWP_TERM code),
+ * record why, move to TERMINATE and then ERROR.  `bad_hdr`, if not NULL, is
+ * the offending DDP/RDMAP header copied into the Terminate (RFC 5040 4.8). */
+void swp_qp_fatal(struct siwarp_qp *qp, uint32_t term, const uint8_t *bad_hdr,
+                  uint32_t bad_hdr_len, int err, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+/* Complete every outstanding WQE with SIWARP_WC_WR_FLUSH_ERR. */
+void swp_qp_flush(struct siwarp_qp *qp);
+/* Called by cm.c once MPA negotiation succeeded: switch to FPDU mode. */
+int  swp_qp_established(struct siwarp_qp *qp);
+/* Called by cm.c when the connection could not be set up. */
+void swp_qp_conn_failed(struct siwarp_qp *qp, int err, const char *why);
+void swp_qp_io(struct swp_pollable *p, uint32_t events);
+
+/* qp_tx.c */
+int  swp_tx_progress(struct siwarp_qp *qp);    /* 0, -EAGAIN, or fatal error */
+int  swp_tx_queue_terminate(struct siwarp_qp *qp, uint32_t term, const uint8_t *hdr,
+                            uint32_t hdr_len);
+uint32_t swp_fpdu_wire_len(uint32_t ulpdu_len, bool crc);
+
+/* qp_rx.c */
+int  swp_rx_progress(struct siwarp_qp *qp);    /* 0, -EAGAIN, or fatal error */
+int  swp_rx_init(struct swp_rx *rx, uint32_t bufsize);
+void swp_rx_fini(struct swp_rx *rx);
+/* Feed already-received bytes (e.g. read past the MPA Reply). */
+int  swp_rx_prime(struct siwarp_qp *qp, const void *data, size_t len);
+
+/* cm.c */
+int  swp_cm_connect(struct siwarp_qp *qp, const struct sockaddr *addr, socklen_t len,
+                    const struct siwarp_conn_param *param);
+void swp_cm_fini(struct siwarp_qp *qp);
+void swp_cm_io(struct siwarp_qp *qp, uint32_t events);  /* events while connecting */
+
+/* ---- MPA (mpa.c) ------------------------------------------------------------ */
+
+/* Build an MPA Request/Reply frame into out (>= 20 + 512 bytes).
+ * For rev 2 the IRD/ORD block is prepended to the user private data. */
+int swp_mpa_build_rr(uint8_t *out, size_t outlen, bool reply, int rev,
+                     uint8_t flags, uint16_t ird_word, uint16_t ord_word,
+                     const void *pd, uint16_t pd_len);
+/* Parse the first 20 bytes; returns the total frame length, or a negative
+ * errno (-EPROTO for a wrong key, -EMSGSIZE for private data over 512). */
+int swp_mpa_parse_rr_hdr(const uint8_t *in, size_t len, bool reply);
+/* Markers: number of marker octets that a stream segment [off, off+len)
+ * (counted in FPDU-stream octets excluding markers) must carry. */
+uint64_t swp_mpa_marker_next(uint64_t stream_off);
+uint32_t swp_mpa_mulpdu(uint32_t mss, bool markers, bool crc);
+
+/* ---- DDP / RDMAP helpers (ddp.c, rdmap.c) ---------------------------------- */
+
+struct swp_opinfo {
+    const char *name;
+    uint32_t hdr_len;           /* DDP + RDMAP header, MPA length excluded */
+    bool tagged;
+    uint8_t qn;                 /* untagged queue */
+    bool has_payload;
+};
+extern const struct swp_opinfo swp_opinfo[SWP_OP_MAX];
+
+/* Validate DDP/RDMAP control bytes of a received header (RFC 5041 5.1,
+ * RFC 5040 4.2): 0 or a term code. */
+uint32_t swp_ddp_check_ctrl(const struct swp_ctrl *c);
+/* Build headers.  Return header length. */
+uint32_t swp_ddp_build_tagged(uint8_t *h, unsigned op, bool last, uint32_t stag, uint64_t to);
+uint32_t swp_ddp_build_untagged(uint8_t *h, unsigned op, bool last, uint32_t qn,
+                                uint32_t msn, uint32_t mo, uint32_t inv_stag);
+/* Terminate: build the payload-carrying header, parse one. */
+uint32_t swp_rdmap_build_term(uint8_t *h, uint32_t msn, uint32_t term,
+                              const uint8_t *bad_hdr, uint32_t bad_hdr_len);
+int swp_rdmap_parse_term(const uint8_t *h, uint32_t len, uint32_t *term);
+const char *swp_term_str(uint32_t term, char *buf, size_t len);
+
+/* ---- context ------------------------------------------------------------------ */
+
+struct swp_stag_ent {
+    struct siwarp_mr *mr;
+    uint8_t key;
+    uint32_t next_free;
+};
+
+struct siwarp_ctx {
+    pthread_mutex_t lock;
+    int epfd;
+    int kickfd;                          /* eventfd in epfd */
+    struct swp_pollable kick;
+    struct swp_list qps;
+    struct swp_list timers;
+    uint32_t next_pd;
+    struct swp_stag_ent *stags;
+    uint32_t nstags, stag_free;
+    uint64_t rng;
+};
+
+static inline void swp_lock(struct siwarp_ctx *c) { pthread_mutex_lock(&c->lock); }
+static inline void swp_unlock(struct siwarp_ctx *c) { pthread_mutex_unlock(&c->lock); }
+uint32_t swp_rand32(struct siwarp_ctx *ctx);
+
+#endif /* SWP_SWP_H */

@@ -1,0 +1,280 @@
+/*
+ * siwarp.h - public API of libsiwarp, a user-space iWARP (RDMA over TCP)
+ * stack.  Shaped after libibverbs + librdmacm so that an RDMA programmer
+ * finds the usual objects: context, protection domain, memory region named by
+ * an STag, reliable-connected queue pair, completion queue.
+ *
+ * Conventions: every function returning int returns 0 (or a count) on
+ * success and a negative errno value on failure.  -EAGAIN means "nothing yet,
+ * call again after progress".  No function calls exit() or prints unless
+ * the context was created with a log callback or SIWARP_DEBUG is set.
+ *
+ * Threading: every entry point takes the context lock, so one context may be
+ * used from several threads (for example an application thread posting and a
+ * progress thread polling).  Callbacks are never invoked with the lock held.
+ */
+#ifndef SIWARP_SIWARP_H
+#define SIWARP_SIWARP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct siwarp_ctx;
+struct siwarp_pd;
+struct siwarp_mr;
+struct siwarp_cq;
+struct siwarp_qp;
+struct siwarp_listener;
+struct siwarp_conn_req;
+
+/* ---- context ------------------------------------------------------------ */
+
+int  siwarp_ctx_create(struct siwarp_ctx **ctx);
+void siwarp_ctx_destroy(struct siwarp_ctx *ctx);
+/* Advance every connection and listener of the context without blocking.
+ * Returns the number of events handled (>= 0) or a negative errno. */
+int  siwarp_progress(struct siwarp_ctx *ctx);
+/* Block up to timeout_ms (-1: forever) until something may be progressed,
+ * then progress.  Returns as siwarp_progress. */
+int  siwarp_wait(struct siwarp_ctx *ctx, int timeout_ms);
+/* A file descriptor that polls readable when siwarp_progress has work. */
+int  siwarp_ctx_fd(const struct siwarp_ctx *ctx);
+
+/* ---- protection domain and memory regions ------------------------------- */
+
+enum siwarp_access {
+    SIWARP_ACCESS_LOCAL_WRITE  = 1 << 0,
+    SIWARP_ACCESS_REMOTE_WRITE = 1 << 1,
+    SIWARP_ACCESS_REMOTE_READ  = 1 << 2,
+};
+
+int  siwarp_alloc_pd(struct siwarp_ctx *ctx, struct siwarp_pd **pd);
+int  siwarp_dealloc_pd(struct siwarp_pd *pd);   /* -EBUSY while MRs/QPs use it */
+
+/* Register [addr, addr+length).  Remote peers address it with the STag and a
+ * tagged offset equal to the virtual address (as ibv_reg_mr).  The STag is
+ * a 24-bit index plus an 8-bit key drawn at random; a re-registered index
+ * never reuses the key it had just before. */
+int  siwarp_reg_mr(struct siwarp_pd *pd, void *addr, size_t length,
+                   int access, struct siwarp_mr **mr);
+int  siwarp_dereg_mr(struct siwarp_mr *mr);
+uint32_t siwarp_mr_stag(const struct siwarp_mr *mr);
+/* Invalidate locally (as an IBV_WR_LOCAL_INV).  The MR stays allocated. */
+int  siwarp_invalidate_stag(struct siwarp_pd *pd, uint32_t stag);
+
+/* ---- completion queues -------------------------------------------------- */
+
+enum siwarp_wc_status {
+    SIWARP_WC_SUCCESS = 0,
+    SIWARP_WC_LOC_LEN_ERR,      /* receive buffer too small, SGE too long */
+    SIWARP_WC_LOC_PROT_ERR,     /* local STag / rights / bounds */
+    SIWARP_WC_WR_FLUSH_ERR,     /* QP left RTS with this WR outstanding */
+    SIWARP_WC_REM_ACCESS_ERR,   /* peer refused our STag access (Terminate) */
+    SIWARP_WC_REM_OP_ERR,       /* peer reported an operation error */
+    SIWARP_WC_REM_ABORT_ERR,    /* peer sent a Terminate for this WR */
+    SIWARP_WC_LLP_ERR,          /* TCP lost or MPA (CRC / framing) error */
+    SIWARP_WC_GENERAL_ERR,
+};
+
+enum siwarp_wc_opcode {
+    SIWARP_WC_SEND,
+    SIWARP_WC_WRITE,
+    SIWARP_WC_READ,
+    SIWARP_WC_RECV,
+};
+
+enum siwarp_wc_flags {
+    SIWARP_WC_WITH_INV   = 1 << 0,  /* RECV of a Send with Invalidate */
+    SIWARP_WC_SOLICITED  = 1 << 1,  /* RECV of a Send with Solicited Event */
+};
+
+struct siwarp_wc {
+    uint64_t wr_id;
+    enum siwarp_wc_status status;
+    enum siwarp_wc_opcode opcode;
+    uint32_t byte_len;
+    uint32_t wc_flags;
+    uint32_t invalidated_stag;
+    uint32_t vendor_err;      /* Terminate layer<<12 | etype<<8 | code, or 0 */
+    struct siwarp_qp *qp;
+};
+
+int  siwarp_create_cq(struct siwarp_ctx *ctx, int cqe, struct siwarp_cq **cq);
+int  siwarp_destroy_cq(struct siwarp_cq *cq);   /* -EBUSY while QPs use it */
+/* Progress the context, then return up to n completions (0 if none). */
+int  siwarp_poll_cq(struct siwarp_cq *cq, int n, struct siwarp_wc *wc);
+/* Pollable fd: readable when siwarp_poll_cq may return completions. */
+int  siwarp_cq_fd(const struct siwarp_cq *cq);
+/* Block up to timeout_ms until the CQ has a completion; 0 when it has, -ETIMEDOUT. */
+int  siwarp_cq_wait(struct siwarp_cq *cq, int timeout_ms);
+const char *siwarp_wc_status_str(enum siwarp_wc_status s);
+
+/* ---- queue pairs -------------------------------------------------------- */
+
+struct siwarp_sge {
+    void    *addr;
+    uint32_t length;
+    uint32_t lkey;       /* STag of a local MR covering [addr, addr+length) */
+};
+
+enum siwarp_wr_opcode {
+    SIWARP_WR_SEND,
+    SIWARP_WR_SEND_SE,
+    SIWARP_WR_SEND_INV,
+    SIWARP_WR_SEND_SE_INV,
+    SIWARP_WR_WRITE,
+    SIWARP_WR_READ,
+};
+
+enum siwarp_send_flags {
+    SIWARP_SEND_SIGNALED = 1 << 0,
+    SIWARP_SEND_FENCE    = 1 << 1,  /* wait for prior Reads to complete */
+    SIWARP_SEND_INLINE   = 1 << 2,  /* copy payload at post time; lkey ignored */
+};
+
+struct siwarp_send_wr {
+    uint64_t wr_id;
+    struct siwarp_send_wr *next;
+    struct siwarp_sge *sg_list;
+    int num_sge;
+    enum siwarp_wr_opcode opcode;
+    int send_flags;
+    uint32_t invalidate_stag;          /* SEND_INV / SEND_SE_INV */
+    struct {
+        uint64_t remote_addr;          /* tagged offset at the peer */
+        uint32_t rkey;                 /* peer STag */
+    } rdma;
+};
+
+struct siwarp_recv_wr {
+    uint64_t wr_id;
+    struct siwarp_recv_wr *next;
+    struct siwarp_sge *sg_list;
+    int num_sge;
+};
+
+struct siwarp_qp_init_attr {
+    struct siwarp_cq *send_cq;
+    struct siwarp_cq *recv_cq;
+    uint32_t max_send_wr;
+    uint32_t max_recv_wr;
+    uint32_t max_sge;           /* per WR, both queues */
+    uint32_t max_inline;        /* bytes copied at post for SIWARP_SEND_INLINE */
+    int sq_sig_all;
+};
+
+enum siwarp_qp_state {
+    SIWARP_QPS_IDLE,        /* created, not connected */
+    SIWARP_QPS_CONNECTING,  /* TCP / MPA exchange in progress */
+    SIWARP_QPS_RTS,         /* full operation */
+    SIWARP_QPS_CLOSING,     /* orderly close in progress */
+    SIWARP_QPS_TERMINATE,   /* Terminate sent or received */
+    SIWARP_QPS_ERROR,       /* all work flushed */
+};
+
+enum siwarp_rtr {
+    SIWARP_RTR_SEND  = 1 << 0,
+    SIWARP_RTR_WRITE = 1 << 1,
+    SIWARP_RTR_READ  = 1 << 2,
+};
+
+/* Connection parameters for connect, accept and listen. */
+struct siwarp_conn_param {
+    int      mpa_rev;        /* 2 (RFC 6581 enhanced) or 1; default 2 */
+    int      crc;            /* ask for CRC32c (used if either side asks) */
+    int      markers;        /* ask for markers every 512 octets */
+    int      p2p;            /* RFC 6581 peer-to-peer mode */
+    int      rtr;            /* RTR types offered (initiator) / accepted (responder) */
+    uint16_t ird, ord;       /* inbound / outbound RDMA Read depth */
+    uint32_t mulpdu;         /* 0: derived from the path MSS */
+    uint32_t big_fpdu;       /* >0: offer FPDUs up to this size to a siwarp peer */
+    int      v1_fallback;    /* initiator retries with rev 1 if rev 2 refused */
+    int      markers_fallback; /* initiator retries without markers if refused */
+    int      timeout_ms;     /* MPA exchange timeout; 0: default 10000 */
+    const void *private_data;
+    uint16_t private_data_len;
+};
+void siwarp_conn_param_default(struct siwarp_conn_param *p);
+
+/* What was negotiated, and what went wrong. */
+struct siwarp_qp_attr {
+    enum siwarp_qp_state state;
+    int      mpa_rev;
+    int      crc, markers, p2p;
+    int      rtr;                /* RTR type used (one bit) or 0 */
+    uint16_t ird, ord;           /* negotiated */
+    uint32_t mulpdu;             /* largest ULPDU we send */
+    int      peer_is_siwarp;
+    uint8_t  peer_private_data[512];
+    uint16_t peer_private_data_len;
+    int      error;              /* negative errno of the cause, 0 if none */
+    uint32_t term_sent;          /* layer<<12 | etype<<8 | code; 0 if none */
+    uint32_t term_recv;
+    char     error_str[128];     /* human-readable cause */
+    struct sockaddr_storage local, peer;
+};
+
+int  siwarp_create_qp(struct siwarp_pd *pd, const struct siwarp_qp_init_attr *attr,
+                      struct siwarp_qp **qp);
+int  siwarp_destroy_qp(struct siwarp_qp *qp);
+int  siwarp_query_qp(struct siwarp_qp *qp, struct siwarp_qp_attr *attr);
+/* Move to ERROR: sends a Terminate if `term` is nonzero, flushes all work. */
+int  siwarp_qp_to_error(struct siwarp_qp *qp);
+/* Orderly close: waits for the send queue to drain, then closes the socket. */
+int  siwarp_disconnect(struct siwarp_qp *qp);
+int  siwarp_qp_fd(const struct siwarp_qp *qp);   /* the TCP socket, or -1 */
+void *siwarp_qp_get_context(const struct siwarp_qp *qp);
+void  siwarp_qp_set_context(struct siwarp_qp *qp, void *user);
+
+int  siwarp_post_send(struct siwarp_qp *qp, struct siwarp_send_wr *wr,
+                      struct siwarp_send_wr **bad_wr);
+int  siwarp_post_recv(struct siwarp_qp *qp, struct siwarp_recv_wr *wr,
+                      struct siwarp_recv_wr **bad_wr);
+
+/* ---- connection management ---------------------------------------------- */
+
+/* Start an active connection; completes asynchronously: the QP moves to RTS
+ * or ERROR.  siwarp_connect_wait blocks until then. */
+int  siwarp_connect(struct siwarp_qp *qp, const struct sockaddr *addr, socklen_t len,
+                    const struct siwarp_conn_param *param);
+int  siwarp_connect_wait(struct siwarp_qp *qp, int timeout_ms);
+
+/* Passive side: listen on addr (port 0: pick one).  Incoming connections are
+ * accepted and their MPA Request read in the background (with the timeout in
+ * param); complete requests are returned by siwarp_get_conn_request. */
+int  siwarp_listen(struct siwarp_ctx *ctx, const struct sockaddr *addr, socklen_t len,
+                   const struct siwarp_conn_param *param, struct siwarp_listener **l);
+int  siwarp_listener_destroy(struct siwarp_listener *l);
+int  siwarp_listener_addr(const struct siwarp_listener *l, struct sockaddr_storage *ss);
+/* Returns 0 and a request, or -EAGAIN.  Non-blocking; progresses the ctx. */
+int  siwarp_get_conn_request(struct siwarp_listener *l, struct siwarp_conn_req **req);
+/* Block up to timeout_ms for a request. */
+int  siwarp_get_conn_request_wait(struct siwarp_listener *l, int timeout_ms,
+                                  struct siwarp_conn_req **req);
+/* What the initiator asked for. */
+int  siwarp_conn_req_param(const struct siwarp_conn_req *req, struct siwarp_conn_param *p,
+                           struct sockaddr_storage *peer);
+/* Accept onto qp (which must be IDLE): sends the MPA Reply; the QP moves to
+ * RTS once the RTR (if any) has been exchanged.  Consumes req. */
+int  siwarp_accept(struct siwarp_conn_req *req, struct siwarp_qp *qp,
+                   const struct siwarp_conn_param *param);
+/* Reject with optional private data.  Consumes req. */
+int  siwarp_reject(struct siwarp_conn_req *req, const void *pd, uint16_t pd_len);
+
+/* ---- diagnostics -------------------------------------------------------- */
+
+const char *siwarp_qp_state_str(enum siwarp_qp_state s);
+/* Decode a Terminate code (layer<<12 | etype<<8 | code) into text. */
+const char *siwarp_term_str(uint32_t term);
+/* Which CRC32c engine is in use: "sse4.2", "portable". */
+const char *siwarp_crc32c_impl(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SIWARP_SIWARP_H */
