@@ -1,0 +1,32 @@
+# common/local.mk - the protocol core (libswpcore, PIC convenience library,
+# shared by libsiwarp and the Open MPI BTL plugin) and the public libsiwarp.
+
+noinst_LTLIBRARIES += common/libswpcore.la
+common_libswpcore_la_SOURCES = \
+	common/crc32c.c \
+	common/mpa.c \
+	common/ddp.c \
+	common/rdmap.c \
+	common/cm.c \
+	common/qp.c \
+	common/qp_tx.c \
+	common/qp_rx.c \
+	common/mem.c \
+	common/cq.c \
+	common/progress.c \
+	common/verbs.c \
+	common/iwarp_wire.h \
+	common/swp.h
+common_libswpcore_la_LIBADD = -lpthread
+
+lib_LTLIBRARIES += libsiwarp.la
+libsiwarp_la_SOURCES =
+libsiwarp_la_LIBADD = common/libswpcore.la -lpthread
+libsiwarp_la_LDFLAGS = -version-info 0:0:0 -export-symbols-regex '^siwarp_'
+
+nobase_include_HEADERS += include/siwarp/siwarp.h
+
+# CRC32c throughput of each implementation (4 KiB and 1 MiB buffers).
+noinst_PROGRAMS += contrib/crc32c-bench
+contrib_crc32c_bench_SOURCES = contrib/crc32c-bench.c
+contrib_crc32c_bench_LDADD = common/libswpcore.la -lpthread

@@ -1,0 +1,1 @@
+# contrib/local.mk - placeholder; owned by the contrib owner (append with +=).

@@ -1,0 +1,1 @@
+# test/integ/local.mk - placeholder; owned by the test/integ owner (append with +=).

@@ -1,0 +1,36 @@
+# test/local.mk - unit tests and the test driver.
+#
+# Every test program prints TAP (see test/harness.h) and runs under
+# automake's TAP driver.  To add a test, in YOUR fragment (test/integ/local.mk,
+# test/mpi/local.mk, ...) write:
+#
+#   check_PROGRAMS += test/integ/test_foo
+#   TESTS          += test/integ/test_foo
+#   test_integ_test_foo_SOURCES = test/integ/test_foo.c test/harness.h
+#
+# Programs get test/harness.c, libswpcore and pthreads through LDADD below.
+# Shell tests end in .sh: `TESTS += test/mpi/foo.sh` (also TAP), plus
+# `EXTRA_DIST += test/mpi/foo.sh`.
+
+LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/build-aux/tap-driver.sh
+TEST_EXTENSIONS = .sh
+SH_LOG_COMPILER = $(SHELL)
+SH_LOG_DRIVER = $(LOG_DRIVER)
+AM_TESTS_ENVIRONMENT = top_srcdir='$(top_srcdir)' top_builddir='$(top_builddir)'; \
+	export top_srcdir top_builddir;
+
+# The harness, as a tiny library so each test program only lists its own
+# file.  Built with `make all` (it is small) so that any program using the
+# default LDADD links, tests or not.
+noinst_LTLIBRARIES += test/libharness.la
+test_libharness_la_SOURCES = test/harness.c test/harness.h
+
+LDADD = test/libharness.la common/libswpcore.la -lpthread
+
+# ---- unit tests (test/unit) ---------------------------------------------------
+# Append new unit tests here, one pair of lines per program.
+check_PROGRAMS += test/unit/test_crc32c
+TESTS += test/unit/test_crc32c
+test_unit_test_crc32c_SOURCES = test/unit/test_crc32c.c
+
+EXTRA_DIST += test/run-tests.sh

@@ -1,0 +1,1 @@
+# test/mpi/local.mk - placeholder; owned by the test/mpi owner (append with +=).
