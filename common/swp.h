@@ -155,9 +155,12 @@ struct swp_swqe {
     struct siwarp_sge sge[SWP_MAX_SGE];
     uint8_t *inline_buf;             /* owned copy for SIWARP_SEND_INLINE */
     /* progress */
-    uint64_t sent;                   /* payload bytes handed to the socket */
-    bool read_issued;                /* Read Request fully sent */
+    uint64_t sent;                   /* payload bytes segmented into FPDUs */
+    uint64_t done_at;                /* tx byte count at which it is on the wire */
+    bool segmented;                  /* all FPDUs (or the Read Request) queued */
+    bool complete;                   /* may be retired (read: response arrived) */
     uint32_t status;                 /* enum siwarp_wc_status for completion */
+    uint32_t vendor_err;
 };
 
 struct swp_rwqe {
@@ -201,16 +204,22 @@ struct swp_nego {
 
 /* ---- transmit cursor (qp_tx.c) -------------------------------------------- */
 
-#define SWP_TX_IOV 64
+#define SWP_TX_IOV   512
+#define SWP_TX_HDRS  16384
+#define SWP_TX_BATCH (4u << 20)      /* bytes gathered per sendmsg at most */
 
 struct swp_tx {
     struct iovec iov[SWP_TX_IOV];    /* pending bytes, in stream order */
     uint32_t niov, iov_done;         /* iov[iov_done..niov) still to write */
     uint64_t pending;                /* bytes still in iov[] */
-    uint8_t hdrs[4096];              /* headers, pads, CRCs, markers of pending FPDUs */
+    uint8_t hdrs[SWP_TX_HDRS];       /* headers, pads, CRCs, markers of pending FPDUs */
     uint32_t hdrs_used;
-    uint64_t stream_off;             /* octets written since first FPDU (markers) */
-    uint32_t cur_fpdu_start;         /* not used unless markers */
+    uint64_t queued;                 /* stream bytes ever queued */
+    uint64_t written;                /* stream bytes ever written */
+    uint64_t stream_off;             /* octets since the first FPDU (markers) */
+    uint64_t fpdu_start;             /* stream_off of the current FPDU */
+    uint32_t crc;                    /* running CRC of the FPDU being built */
+    uint8_t *tail;                   /* owned copy of bytes left at a fatal error */
 };
 
 /* ---- receive cursor (qp_rx.c) --------------------------------------------- */
@@ -236,7 +245,12 @@ struct swp_rx {
     uint32_t trailer_got, trailer_want;
     uint32_t crc;
     uint64_t stream_off;             /* octets read since first FPDU (markers) */
-    uint32_t fpdu_start_off;         /* stream_off at current FPDU start */
+    uint64_t fpdu_start;             /* stream_off at current FPDU start */
+    uint8_t marker[SWP_MPA_MARKER_LEN];
+    uint32_t marker_got;
+    uint32_t seg_len;                /* payload bytes of the current segment */
+    unsigned op;                     /* opcode of the current segment */
+    bool last;                       /* L flag of the current segment */
     /* current untagged message per queue: RFC 5041 5.3 */
     uint32_t msn[SWP_QN_COUNT];      /* next expected MSN per QN */
     uint32_t recv_got;               /* bytes placed into head RQ WQE */
@@ -298,11 +312,14 @@ struct siwarp_qp {
 
     bool rtr_pending_tx;        /* P2P initiator: send the RTR first */
     bool rtr_wait_rx;           /* P2P responder: hold sends until RTR */
-    bool term_pending;          /* a Terminate is queued in tx */
+    bool term_pending;          /* a Terminate waits to be queued in tx */
+    uint8_t term_msg[SWP_TERM_MAX_LEN];
+    uint32_t term_len;
     bool closing;
     uint32_t term_sent, term_recv;
     int error;
     char error_str[128];
+    struct swp_timer close_timer;    /* bounds the wait for a Terminate to leave */
 };
 
 /* qp.c: state table and the one setter */
@@ -320,6 +337,10 @@ int  swp_qp_established(struct siwarp_qp *qp);
 /* Called by cm.c when the connection could not be set up. */
 void swp_qp_conn_failed(struct siwarp_qp *qp, int err, const char *why);
 void swp_qp_io(struct swp_pollable *p, uint32_t events);
+void swp_sq_retire(struct siwarp_qp *qp);
+int  swp_qp_attach_fd(struct siwarp_qp *qp, int fd, const struct swp_nego *nego);
+void swp_qp_term_received(struct siwarp_qp *qp, uint32_t term);
+void swp_qp_llp_closed(struct siwarp_qp *qp, int err, bool clean);
 
 /* qp_tx.c */
 int  swp_tx_progress(struct siwarp_qp *qp);    /* 0, -EAGAIN, or fatal error */
@@ -354,6 +375,20 @@ int swp_mpa_parse_rr_hdr(const uint8_t *in, size_t len, bool reply);
  * (counted in FPDU-stream octets excluding markers) must carry. */
 uint64_t swp_mpa_marker_next(uint64_t stream_off);
 uint32_t swp_mpa_mulpdu(uint32_t mss, bool markers, bool crc);
+/* RFC 5044 4.4: the CRC field's byte order on the wire.  The CRC32c value
+ * goes out least significant byte first, as siw (and iSCSI's digest) send it
+ * and as Wireshark checks it (verified against the siw captures). */
+static inline void swp_mpa_put_crc(uint8_t *p, uint32_t crc)
+{
+    p[0] = (uint8_t)crc;
+    p[1] = (uint8_t)(crc >> 8);
+    p[2] = (uint8_t)(crc >> 16);
+    p[3] = (uint8_t)(crc >> 24);
+}
+static inline uint32_t swp_mpa_get_crc(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
 
 /* ---- DDP / RDMAP helpers (ddp.c, rdmap.c) ---------------------------------- */
 

@@ -1,0 +1,137 @@
+/*
+ * cq.c - completion queues: a ring of work completions filled by the data
+ * path and drained by siwarp_poll_cq.  The pollable fd is the context's
+ * epoll fd: completions only appear through progress, and locally
+ * generated ones (flushes) kick the context's eventfd.
+ */
+#include <stdlib.h>
+
+#include "swp.h"
+
+int siwarp_create_cq(struct siwarp_ctx *ctx, int cqe, struct siwarp_cq **out)
+{
+    struct siwarp_cq *cq;
+
+    if (!ctx || !out || cqe <= 0 || cqe > (1 << 22))
+        return -EINVAL;
+    cq = calloc(1, sizeof(*cq));
+    if (!cq)
+        return -ENOMEM;
+    cq->ring = calloc((size_t)cqe, sizeof(*cq->ring));
+    if (!cq->ring) {
+        free(cq);
+        return -ENOMEM;
+    }
+    cq->ctx = ctx;
+    cq->size = (uint32_t)cqe;
+    *out = cq;
+    return 0;
+}
+
+int siwarp_destroy_cq(struct siwarp_cq *cq)
+{
+    if (!cq)
+        return -EINVAL;
+    if (cq->refs)
+        return -EBUSY;
+    free(cq->ring);
+    free(cq);
+    return 0;
+}
+
+/* -ENOSPC on overflow: the completion is lost and counted, as a CQ overrun
+ * is on hardware; callers size CQs for their queues. */
+int swp_cq_push(struct siwarp_cq *cq, const struct siwarp_wc *wc)
+{
+    if (cq->count == cq->size) {
+        cq->overflows++;
+        SWP_DBG("cq %p overflow (size %u)", (void *)cq, cq->size);
+        return -ENOSPC;
+    }
+    cq->ring[(cq->head + cq->count) % cq->size] = *wc;
+    cq->count++;
+    return 0;
+}
+
+static int swp_cq_drain(struct siwarp_cq *cq, int n, struct siwarp_wc *wc)
+{
+    int i;
+
+    for (i = 0; i < n && cq->count; i++) {
+        wc[i] = cq->ring[cq->head];
+        cq->head = (cq->head + 1) % cq->size;
+        cq->count--;
+    }
+    return i;
+}
+
+int siwarp_poll_cq(struct siwarp_cq *cq, int n, struct siwarp_wc *wc)
+{
+    int got;
+
+    if (!cq || n < 0 || (n && !wc))
+        return -EINVAL;
+    swp_lock(cq->ctx);
+    got = swp_cq_drain(cq, n, wc);
+    if (got < n) {
+        int rc = swp_progress_locked(cq->ctx, 0);
+        if (rc < 0 && got == 0) {
+            swp_unlock(cq->ctx);
+            return rc;
+        }
+        got += swp_cq_drain(cq, n - got, wc + got);
+    }
+    swp_unlock(cq->ctx);
+    return got;
+}
+
+int siwarp_cq_fd(const struct siwarp_cq *cq)
+{
+    return cq ? cq->ctx->epfd : -EINVAL;
+}
+
+int siwarp_cq_wait(struct siwarp_cq *cq, int timeout_ms)
+{
+    uint64_t deadline;
+    int rc = 0;
+
+    if (!cq)
+        return -EINVAL;
+    deadline = swp_now_ns() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000ull;
+    swp_lock(cq->ctx);
+    while (cq->count == 0) {
+        int left = -1;
+        if (timeout_ms >= 0) {
+            uint64_t now = swp_now_ns();
+            if (now >= deadline) {
+                rc = -ETIMEDOUT;
+                break;
+            }
+            left = (int)((deadline - now + 999999) / 1000000);
+        }
+        rc = swp_progress_locked(cq->ctx, left);
+        if (rc < 0)
+            break;
+        rc = 0;
+    }
+    swp_unlock(cq->ctx);
+    return rc;
+}
+
+const char *siwarp_wc_status_str(enum siwarp_wc_status s)
+{
+    static const char *const names[] = {
+        [SIWARP_WC_SUCCESS] = "success",
+        [SIWARP_WC_LOC_LEN_ERR] = "local length error",
+        [SIWARP_WC_LOC_PROT_ERR] = "local protection error",
+        [SIWARP_WC_WR_FLUSH_ERR] = "work request flushed",
+        [SIWARP_WC_REM_ACCESS_ERR] = "remote access error",
+        [SIWARP_WC_REM_OP_ERR] = "remote operation error",
+        [SIWARP_WC_REM_ABORT_ERR] = "remote abort (Terminate received)",
+        [SIWARP_WC_LLP_ERR] = "lower layer (TCP/MPA) error",
+        [SIWARP_WC_GENERAL_ERR] = "general error",
+    };
+    if ((unsigned)s < sizeof(names) / sizeof(names[0]) && names[s])
+        return names[s];
+    return "unknown status";
+}

@@ -1,0 +1,493 @@
+/*
+ * qp.c - queue pair objects, the QP state table and its one setter, error
+ * handling (Terminate + flush) and the socket event handler.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include "swp.h"
+
+#define SWP_TERM_LINGER_MS 2000   /* how long a Terminate may take to leave */
+
+static const struct {
+    const char *name;
+    unsigned next;               /* bitmask of allowed next states */
+} swp_qp_states[] = {
+#define B(s) (1u << SIWARP_QPS_##s)
+    [SIWARP_QPS_IDLE]       = { "IDLE",       B(CONNECTING) | B(ERROR) },
+    [SIWARP_QPS_CONNECTING] = { "CONNECTING", B(RTS) | B(ERROR) | B(TERMINATE) },
+    [SIWARP_QPS_RTS]        = { "RTS",        B(CLOSING) | B(TERMINATE) | B(ERROR) },
+    [SIWARP_QPS_CLOSING]    = { "CLOSING",    B(TERMINATE) | B(ERROR) },
+    [SIWARP_QPS_TERMINATE]  = { "TERMINATE",  B(ERROR) },
+    [SIWARP_QPS_ERROR]      = { "ERROR",      0 },
+#undef B
+};
+
+const char *siwarp_qp_state_str(enum siwarp_qp_state s)
+{
+    if ((unsigned)s < sizeof(swp_qp_states) / sizeof(swp_qp_states[0]))
+        return swp_qp_states[s].name;
+    return "UNKNOWN";
+}
+
+int swp_qp_set_state(struct siwarp_qp *qp, enum siwarp_qp_state next)
+{
+    if (qp->state == next)
+        return 0;
+    if (!(swp_qp_states[qp->state].next & (1u << next))) {
+        SWP_DBG("qp %p: refused state change %s => %s", (void *)qp,
+                swp_qp_states[qp->state].name, swp_qp_states[next].name);
+        return -EINVAL;
+    }
+    SWP_DBG("qp %p: %s => %s", (void *)qp, swp_qp_states[qp->state].name,
+            swp_qp_states[next].name);
+    qp->state = next;
+    return 0;
+}
+
+static uint32_t swp_pow2(uint32_t n)
+{
+    uint32_t p = 1;
+    while (p < n)
+        p <<= 1;
+    return p;
+}
+
+int siwarp_create_qp(struct siwarp_pd *pd, const struct siwarp_qp_init_attr *attr,
+                     struct siwarp_qp **out)
+{
+    struct siwarp_qp *qp;
+    uint32_t n;
+    int rc = -ENOMEM;
+
+    if (!pd || !attr || !out || !attr->send_cq || !attr->recv_cq)
+        return -EINVAL;
+    if (attr->max_send_wr == 0 || attr->max_send_wr > (1u << 20) ||
+        attr->max_recv_wr > (1u << 20) || attr->max_sge > SWP_MAX_SGE)
+        return -EINVAL;
+    qp = calloc(1, sizeof(*qp));
+    if (!qp)
+        return -ENOMEM;
+    qp->ctx = pd->ctx;
+    qp->pd = pd;
+    qp->scq = attr->send_cq;
+    qp->rcq = attr->recv_cq;
+    qp->init = *attr;
+    if (qp->init.max_sge == 0)
+        qp->init.max_sge = 1;
+    qp->pl.fd = -1;
+    swp_list_init(&qp->link);
+
+    n = swp_pow2(attr->max_send_wr);
+    qp->sq = calloc(n, sizeof(*qp->sq));
+    qp->sqr.mask = n - 1;
+    n = swp_pow2(attr->max_recv_wr ? attr->max_recv_wr : 1);
+    qp->rq = calloc(n, sizeof(*qp->rq));
+    qp->rqr.mask = n - 1;
+    /* ORQ / IRQ sized for the largest IRD/ORD we negotiate (RFC 6581 5) */
+    n = 128;
+    qp->orq = calloc(n, sizeof(*qp->orq));
+    qp->orqr.mask = n - 1;
+    qp->irq = calloc(n, sizeof(*qp->irq));
+    qp->irqr.mask = n - 1;
+    if (!qp->sq || !qp->rq || !qp->orq || !qp->irq)
+        goto err;
+    rc = swp_rx_init(&qp->rx, 65536);
+    if (rc < 0)
+        goto err;
+    for (int i = 0; i < SWP_QN_COUNT; i++) {
+        qp->tx_msn[i] = 1;      /* RFC 5041 5.3: MSN starts at 1 */
+        qp->rx.msn[i] = 1;
+    }
+
+    swp_lock(pd->ctx);
+    pd->refs++;
+    qp->scq->refs++;
+    qp->rcq->refs++;
+    swp_list_add_tail(&pd->ctx->qps, &qp->link);
+    swp_unlock(pd->ctx);
+    *out = qp;
+    return 0;
+err:
+    free(qp->sq);
+    free(qp->rq);
+    free(qp->orq);
+    free(qp->irq);
+    free(qp);
+    return rc;
+}
+
+static void swp_qp_close_fd(struct siwarp_qp *qp)
+{
+    if (qp->pl.fd >= 0) {
+        swp_poll_del(qp->ctx, &qp->pl);
+        close(qp->pl.fd);
+        qp->pl.fd = -1;
+    }
+    swp_timer_cancel(&qp->close_timer);
+}
+
+int siwarp_destroy_qp(struct siwarp_qp *qp)
+{
+    struct siwarp_ctx *ctx;
+
+    if (!qp)
+        return -EINVAL;
+    ctx = qp->ctx;
+    swp_lock(ctx);
+    swp_cm_fini(qp);
+    swp_qp_close_fd(qp);
+    swp_list_del(&qp->link);
+    qp->pd->refs--;
+    qp->scq->refs--;
+    qp->rcq->refs--;
+    swp_unlock(ctx);
+    for (uint32_t i = 0; i <= qp->sqr.mask; i++)
+        free(qp->sq[i].inline_buf);
+    swp_rx_fini(&qp->rx);
+    free(qp->tx.tail);
+    free(qp->sq);
+    free(qp->rq);
+    free(qp->orq);
+    free(qp->irq);
+    free(qp);
+    return 0;
+}
+
+static void swp_wc_fill(struct siwarp_wc *wc, struct siwarp_qp *qp, uint64_t wr_id,
+                        enum siwarp_wc_opcode op, enum siwarp_wc_status st, uint32_t len)
+{
+    memset(wc, 0, sizeof(*wc));
+    wc->wr_id = wr_id;
+    wc->opcode = op;
+    wc->status = st;
+    wc->byte_len = len;
+    wc->qp = qp;
+}
+
+static enum siwarp_wc_opcode swp_wc_op(enum siwarp_wr_opcode op)
+{
+    switch (op) {
+    case SIWARP_WR_WRITE: return SIWARP_WC_WRITE;
+    case SIWARP_WR_READ:  return SIWARP_WC_READ;
+    default:              return SIWARP_WC_SEND;
+    }
+}
+
+/* Retire send WQEs from the head, in order (verbs: completions of one
+ * send queue come in posting order). */
+void swp_sq_retire(struct siwarp_qp *qp)
+{
+    while (qp->sqr.head != qp->sqr.tail) {
+        struct swp_swqe *w = &qp->sq[qp->sqr.head & qp->sqr.mask];
+        if (!w->complete && !(w->segmented && w->opcode != SIWARP_WR_READ &&
+                              qp->tx.written >= w->done_at))
+            break;
+        if (w->status != SIWARP_WC_SUCCESS || (w->flags & SIWARP_SEND_SIGNALED) ||
+            qp->init.sq_sig_all) {
+            struct siwarp_wc wc;
+            swp_wc_fill(&wc, qp, w->wr_id, swp_wc_op(w->opcode), w->status,
+                        (uint32_t)w->len);
+            wc.vendor_err = w->vendor_err;
+            swp_cq_push(qp->scq, &wc);
+        }
+        free(w->inline_buf);
+        w->inline_buf = NULL;
+        qp->sqr.head++;
+    }
+    if (qp->sq_cur - qp->sqr.head > qp->sqr.tail - qp->sqr.head)
+        qp->sq_cur = qp->sqr.head;
+}
+
+void swp_qp_flush(struct siwarp_qp *qp)
+{
+    struct siwarp_wc wc;
+
+    /* work already fully on the wire completes normally first */
+    swp_sq_retire(qp);
+    while (qp->sqr.head != qp->sqr.tail) {
+        struct swp_swqe *w = &qp->sq[qp->sqr.head & qp->sqr.mask];
+        enum siwarp_wc_status st = w->status ? w->status : SIWARP_WC_WR_FLUSH_ERR;
+        swp_wc_fill(&wc, qp, w->wr_id, swp_wc_op(w->opcode), st, 0);
+        wc.vendor_err = w->vendor_err;
+        swp_cq_push(qp->scq, &wc);
+        free(w->inline_buf);
+        w->inline_buf = NULL;
+        qp->sqr.head++;
+    }
+    qp->sq_cur = qp->sqr.head;
+    while (qp->rqr.head != qp->rqr.tail) {
+        struct swp_rwqe *w = &qp->rq[qp->rqr.head & qp->rqr.mask];
+        swp_wc_fill(&wc, qp, w->wr_id, SIWARP_WC_RECV, SIWARP_WC_WR_FLUSH_ERR, 0);
+        swp_cq_push(qp->rcq, &wc);
+        qp->rqr.head++;
+    }
+    qp->orqr.head = qp->orqr.tail;
+    qp->irqr.head = qp->irqr.tail;
+    swp_ctx_kick(qp->ctx);
+}
+
+static void swp_qp_set_error(struct siwarp_qp *qp, int err, const char *why)
+{
+    if (!qp->error) {
+        qp->error = err;
+        snprintf(qp->error_str, sizeof(qp->error_str), "%s", why);
+    }
+}
+
+/* Enter ERROR: flush everything, close the socket unless a Terminate is
+ * still on its way out. */
+static void swp_qp_enter_error(struct siwarp_qp *qp)
+{
+    swp_qp_set_state(qp, SIWARP_QPS_ERROR);
+    swp_qp_flush(qp);
+    if (qp->tx.pending == 0)
+        swp_qp_close_fd(qp);
+}
+
+static void swp_qp_linger_expired(struct swp_timer *t)
+{
+    struct siwarp_qp *qp = swp_container_of(t, struct siwarp_qp, close_timer);
+    swp_qp_close_fd(qp);
+}
+
+void swp_qp_fatal(struct siwarp_qp *qp, uint32_t term, const uint8_t *bad_hdr,
+                  uint32_t bad_hdr_len, int err, const char *fmt, ...)
+{
+    char why[128];
+    va_list ap;
+
+    if (qp->state == SIWARP_QPS_ERROR || qp->state == SIWARP_QPS_TERMINATE)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    swp_qp_set_error(qp, err, why);
+    SWP_DBG("qp %p: fatal: %s", (void *)qp, why);
+    if (term && qp->pl.fd >= 0 && qp->state != SIWARP_QPS_CONNECTING) {
+        qp->term_sent = term;
+        swp_qp_set_state(qp, SIWARP_QPS_TERMINATE);
+        swp_tx_queue_terminate(qp, term, bad_hdr, bad_hdr_len);
+        swp_tx_progress(qp);
+    }
+    swp_qp_enter_error(qp);
+    if (qp->pl.fd >= 0) {
+        /* the Terminate is still leaving: stop reading, bound the wait */
+        swp_poll_mod(qp->ctx, &qp->pl, EPOLLOUT);
+        swp_timer_arm(qp->ctx, &qp->close_timer, SWP_TERM_LINGER_MS, swp_qp_linger_expired);
+    }
+}
+
+/* Terminate received (RFC 5040 4.8): the oldest incomplete WR carries the
+ * reason, the rest is flushed, and no Terminate goes back. */
+void swp_qp_term_received(struct siwarp_qp *qp, uint32_t term)
+{
+    char buf[128];
+
+    qp->term_recv = term;
+    if (qp->sqr.head != qp->sq_cur || qp->sqr.head != qp->sqr.tail) {
+        swp_sq_retire(qp);
+        if (qp->sqr.head != qp->sqr.tail) {
+            struct swp_swqe *w = &qp->sq[qp->sqr.head & qp->sqr.mask];
+            bool prot = (SWP_TERM_LAYER(term) == SWP_TERM_LAYER_RDMAP &&
+                         SWP_TERM_ETYPE(term) == SWP_RDMAP_ET_REMOTE_PROT) ||
+                        (SWP_TERM_LAYER(term) == SWP_TERM_LAYER_DDP &&
+                         SWP_TERM_ETYPE(term) == SWP_DDP_ET_TAGGED);
+            w->status = prot ? SIWARP_WC_REM_ACCESS_ERR : SIWARP_WC_REM_ABORT_ERR;
+            w->vendor_err = term;
+        }
+    }
+    swp_qp_set_error(qp, -ECONNABORTED, swp_term_str(term, buf, sizeof(buf)));
+    swp_qp_set_state(qp, SIWARP_QPS_TERMINATE);
+    qp->tx.pending = 0;     /* RFC 5040 5.5: nothing more may be sent */
+    qp->tx.niov = qp->tx.iov_done = 0;
+    swp_qp_enter_error(qp);
+}
+
+/* Orderly end of stream from the peer, or a TCP error. */
+void swp_qp_llp_closed(struct siwarp_qp *qp, int err, bool clean)
+{
+    if (qp->state == SIWARP_QPS_ERROR)
+        return;
+    if (clean)
+        swp_qp_set_error(qp, 0, "peer closed the connection");
+    else
+        swp_qp_set_error(qp, err, err == -ECONNRESET ? "connection reset by peer"
+                                                     : "TCP connection lost");
+    qp->tx.pending = 0;
+    qp->tx.niov = qp->tx.iov_done = 0;
+    if (!clean) {
+        /* the WR in flight failed at the lower layer */
+        swp_sq_retire(qp);
+        if (qp->sqr.head != qp->sqr.tail) {
+            struct swp_swqe *w = &qp->sq[qp->sqr.head & qp->sqr.mask];
+            w->status = SIWARP_WC_LLP_ERR;
+            w->vendor_err = SWP_TERM(SWP_TERM_LAYER_LLP, 0, SWP_LLP_EC_TCP_LOST);
+        }
+    }
+    swp_qp_enter_error(qp);
+}
+
+int swp_qp_established(struct siwarp_qp *qp)
+{
+    int rc = swp_qp_set_state(qp, SIWARP_QPS_RTS);
+
+    if (rc < 0)
+        return rc;
+    /* MPA rev 1 carries no IRD/ORD (RFC 6581 1): assume a modest depth */
+    if (qp->nego.mpa_rev == 1 && qp->nego.ird == 0 && qp->nego.ord == 0)
+        qp->nego.ird = qp->nego.ord = 16;
+    if (qp->nego.ord > 128)
+        qp->nego.ord = 128;
+    if (qp->nego.ird > 128)
+        qp->nego.ird = 128;
+    if (qp->nego.max_rx_ulpdu == 0)
+        qp->nego.max_rx_ulpdu = 65535;
+    if (qp->nego.mulpdu == 0)
+        qp->nego.mulpdu = 1024;
+    swp_poll_mod(qp->ctx, &qp->pl, EPOLLIN);
+    /* work posted while connecting goes out now */
+    swp_tx_progress(qp);
+    return 0;
+}
+
+/* Put a QP in full operation on an already connected socket with the given
+ * negotiated parameters, skipping MPA setup.  Used by tests that drive the
+ * data path through a socketpair, and by a future in-kernel handoff. */
+int swp_qp_attach_fd(struct siwarp_qp *qp, int fd, const struct swp_nego *nego)
+{
+    int rc;
+
+    swp_lock(qp->ctx);
+    qp->nego = *nego;
+    rc = swp_poll_add(qp->ctx, &qp->pl, fd, EPOLLIN, swp_qp_io);
+    if (rc == 0)
+        rc = swp_qp_set_state(qp, SIWARP_QPS_CONNECTING);
+    if (rc == 0) {
+        if (nego->p2p && nego->rtr) {
+            qp->rtr_pending_tx = nego->initiator;
+            qp->rtr_wait_rx = !nego->initiator;
+        }
+        rc = swp_qp_established(qp);
+    }
+    swp_unlock(qp->ctx);
+    return rc;
+}
+
+void swp_qp_conn_failed(struct siwarp_qp *qp, int err, const char *why)
+{
+    swp_qp_set_error(qp, err, why);
+    swp_qp_enter_error(qp);
+}
+
+void swp_qp_io(struct swp_pollable *p, uint32_t events)
+{
+    struct siwarp_qp *qp = swp_container_of(p, struct siwarp_qp, pl);
+
+    if (qp->state == SIWARP_QPS_CONNECTING) {
+        swp_cm_io(qp, events);
+        return;
+    }
+    if (qp->state == SIWARP_QPS_ERROR || qp->state == SIWARP_QPS_TERMINATE) {
+        /* only a Terminate may still be leaving */
+        if (qp->tx.pending && swp_tx_progress(qp) == -EAGAIN)
+            return;
+        swp_qp_close_fd(qp);
+        return;
+    }
+    if (events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
+        swp_rx_progress(qp);
+    if (qp->pl.fd >= 0 && (qp->state == SIWARP_QPS_RTS || qp->state == SIWARP_QPS_CLOSING))
+        swp_tx_progress(qp);
+}
+
+int siwarp_query_qp(struct siwarp_qp *qp, struct siwarp_qp_attr *a)
+{
+    socklen_t sl;
+
+    if (!qp || !a)
+        return -EINVAL;
+    memset(a, 0, sizeof(*a));
+    swp_lock(qp->ctx);
+    a->state = qp->state;
+    a->mpa_rev = qp->nego.mpa_rev;
+    a->crc = qp->nego.crc;
+    a->markers = qp->nego.markers;
+    a->p2p = qp->nego.p2p;
+    a->rtr = qp->nego.rtr;
+    a->ird = qp->nego.ird;
+    a->ord = qp->nego.ord;
+    a->mulpdu = qp->nego.mulpdu;
+    a->peer_is_siwarp = qp->nego.peer_is_siwarp;
+    memcpy(a->peer_private_data, qp->nego.peer_pd, qp->nego.peer_pd_len);
+    a->peer_private_data_len = qp->nego.peer_pd_len;
+    a->error = qp->error;
+    a->term_sent = qp->term_sent;
+    a->term_recv = qp->term_recv;
+    memcpy(a->error_str, qp->error_str, sizeof(a->error_str));
+    if (qp->pl.fd >= 0) {
+        sl = sizeof(a->local);
+        getsockname(qp->pl.fd, (struct sockaddr *)&a->local, &sl);
+        sl = sizeof(a->peer);
+        getpeername(qp->pl.fd, (struct sockaddr *)&a->peer, &sl);
+    } else {
+        memcpy(&a->peer, &qp->cm.peer, sizeof(a->peer));
+    }
+    swp_unlock(qp->ctx);
+    return 0;
+}
+
+int siwarp_qp_to_error(struct siwarp_qp *qp)
+{
+    if (!qp)
+        return -EINVAL;
+    swp_lock(qp->ctx);
+    if (qp->state != SIWARP_QPS_ERROR) {
+        swp_qp_set_error(qp, -ECANCELED, "moved to error by the application");
+        if (qp->state == SIWARP_QPS_RTS)
+            swp_qp_fatal(qp, SWP_TERM(SWP_TERM_LAYER_RDMAP, SWP_RDMAP_ET_REMOTE_OP,
+                                      SWP_RDMAP_EC_CATA_STREAM),
+                         NULL, 0, -ECANCELED, "moved to error by the application");
+        else
+            swp_qp_enter_error(qp);
+    }
+    swp_unlock(qp->ctx);
+    return 0;
+}
+
+int siwarp_disconnect(struct siwarp_qp *qp)
+{
+    if (!qp)
+        return -EINVAL;
+    swp_lock(qp->ctx);
+    if (qp->state == SIWARP_QPS_RTS) {
+        swp_qp_set_state(qp, SIWARP_QPS_CLOSING);
+        swp_tx_progress(qp);   /* shuts down the write side once drained */
+    } else if (qp->state != SIWARP_QPS_ERROR) {
+        swp_qp_set_error(qp, 0, "disconnected");
+        swp_qp_enter_error(qp);
+    }
+    swp_unlock(qp->ctx);
+    return 0;
+}
+
+int siwarp_qp_fd(const struct siwarp_qp *qp)
+{
+    return qp ? qp->pl.fd : -1;
+}
+
+void *siwarp_qp_get_context(const struct siwarp_qp *qp)
+{
+    return qp ? qp->user : NULL;
+}
+
+void siwarp_qp_set_context(struct siwarp_qp *qp, void *user)
+{
+    if (qp)
+        qp->user = user;
+}

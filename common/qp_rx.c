@@ -1,0 +1,667 @@
+/*
+ * qp_rx.c - the receive engine: a resumable FPDU parser (RFC 5044 4) that
+ * validates every DDP/RDMAP header (RFC 5041, RFC 5040) before a byte is
+ * placed, then places payload straight into the target: from the staging
+ * buffer for small segments, or with readv() directly from the socket into
+ * the registered buffer for large ones.  Every state lives in struct swp_rx,
+ * so the parser can be fed one byte at a time.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "swp.h"
+
+#define SWP_RX_DIRECT_MIN 1024   /* payload left that makes readv() worth it */
+#define SWP_RX_BUDGET     64     /* reads per progress call, for fairness */
+#define SWP_RX_HDR_MIN    (SWP_MPA_HDR_LEN + (uint32_t)sizeof(struct swp_ctrl))
+#define SWP_ORQ_RTR       UINT32_MAX
+
+int swp_rx_init(struct swp_rx *rx, uint32_t bufsize)
+{
+    memset(rx, 0, sizeof(*rx));
+    rx->buf = malloc(bufsize);
+    if (!rx->buf)
+        return -ENOMEM;
+    rx->buf_size = bufsize;
+    rx->state = SWP_RX_HDR;
+    rx->hdr_want = SWP_RX_HDR_MIN;
+    return 0;
+}
+
+void swp_rx_fini(struct swp_rx *rx)
+{
+    free(rx->buf);
+    rx->buf = NULL;
+}
+
+int swp_rx_prime(struct siwarp_qp *qp, const void *data, size_t len)
+{
+    struct swp_rx *rx = &qp->rx;
+
+    if (len > rx->buf_size - rx->buf_tail)
+        return -ENOSPC;
+    memcpy(rx->buf + rx->buf_tail, data, len);
+    rx->buf_tail += (uint32_t)len;
+    return 0;
+}
+
+/* ---- placement targets ------------------------------------------------------ */
+
+static void rx_place_one(struct swp_rx *rx, uint8_t *dst, uint32_t len)
+{
+    rx->place_iov[0].iov_base = dst;
+    rx->place_iov[0].iov_len = len;
+    rx->place_niov = len ? 1 : 0;
+    rx->place_idx = rx->place_off = 0;
+}
+
+/* Target iovecs for bytes [off, off + len) of a receive WQE's SGL. */
+static void rx_place_sgl(struct swp_rx *rx, const struct swp_rwqe *w, uint64_t off, uint32_t len)
+{
+    uint32_t n = 0;
+
+    for (uint32_t i = 0; i < w->num_sge && len; i++) {
+        const struct siwarp_sge *s = &w->sge[i];
+        uint32_t take;
+        if (off >= s->length) {
+            off -= s->length;
+            continue;
+        }
+        take = s->length - (uint32_t)off;
+        if (take > len)
+            take = len;
+        rx->place_iov[n].iov_base = (uint8_t *)s->addr + off;
+        rx->place_iov[n].iov_len = take;
+        n++;
+        len -= take;
+        off = 0;
+    }
+    rx->place_niov = n;
+    rx->place_idx = rx->place_off = 0;
+}
+
+/* Copy n staged bytes into the target (or discard them), folding the CRC. */
+static void rx_place_copy(struct siwarp_qp *qp, const uint8_t *src, uint32_t n)
+{
+    struct swp_rx *rx = &qp->rx;
+
+    while (n) {
+        uint32_t take = n;
+        if (rx->place_idx < rx->place_niov) {
+            struct iovec *v = &rx->place_iov[rx->place_idx];
+            if (take > v->iov_len - rx->place_off)
+                take = (uint32_t)(v->iov_len - rx->place_off);
+            uint8_t *dst = (uint8_t *)v->iov_base + rx->place_off;
+            if (qp->nego.crc)
+                rx->crc = swp_crc32c_copy(rx->crc, dst, src, take);
+            else
+                memcpy(dst, src, take);
+            rx->place_off += take;
+            if (rx->place_off == v->iov_len) {
+                rx->place_idx++;
+                rx->place_off = 0;
+            }
+        } else if (qp->nego.crc) {
+            rx->crc = swp_crc32c(rx->crc, src, take);
+        }
+        src += take;
+        n -= take;
+    }
+}
+
+/* ---- header handlers: validate, choose the target ---------------------------- */
+
+static const struct swp_ddp_untagged_hdr *rx_uhdr(const struct swp_rx *rx)
+{
+    return (const struct swp_ddp_untagged_hdr *)(rx->hdr + SWP_MPA_HDR_LEN);
+}
+
+static const struct swp_ddp_tagged_hdr *rx_thdr(const struct swp_rx *rx)
+{
+    return (const struct swp_ddp_tagged_hdr *)(rx->hdr + SWP_MPA_HDR_LEN);
+}
+
+/* RFC 5041 5.3 / 7.2: queue number, then MSN, checked for every untagged
+ * segment in that order. */
+static uint32_t rx_check_untagged(struct siwarp_qp *qp, unsigned qn_expected)
+{
+    const struct swp_ddp_untagged_hdr *u = rx_uhdr(&qp->rx);
+    uint32_t qn = swp_get32(u->qn);
+
+    if (qn != qn_expected)
+        return SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_UNTAGGED, SWP_DDP_EC_U_INV_QN);
+    if (swp_get32(u->msn) != qp->rx.msn[qn])
+        return SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_UNTAGGED, SWP_DDP_EC_U_MSN_RANGE);
+    return 0;
+}
+
+static bool rx_is_rtr(struct siwarp_qp *qp, int type)
+{
+    return qp->rtr_wait_rx && qp->nego.rtr == type && qp->rx.seg_len == 0 && qp->rx.last;
+}
+
+static uint32_t rx_hdr_write(struct siwarp_qp *qp)
+{
+    struct swp_rx *rx = &qp->rx;
+    const struct swp_ddp_tagged_hdr *t = rx_thdr(rx);
+    uint8_t *dst = NULL;
+    uint32_t term;
+
+    rx->place_niov = 0;
+    if (rx->seg_len == 0)      /* zero-length Write: nothing to place, no STag */
+        return 0;
+    term = swp_mem_check_remote(qp->ctx, qp->pd, swp_get32(t->stag), swp_get64(t->to),
+                                rx->seg_len, SIWARP_ACCESS_REMOTE_WRITE, SWP_TERM_LAYER_DDP, &dst);
+    if (term)
+        return term;
+    rx_place_one(rx, dst, rx->seg_len);
+    return 0;
+}
+
+static uint32_t rx_hdr_read_resp(struct siwarp_qp *qp)
+{
+    struct swp_rx *rx = &qp->rx;
+    const struct swp_ddp_tagged_hdr *t = rx_thdr(rx);
+    uint32_t idx, stag = swp_get32(t->stag);
+    uint64_t to = swp_get64(t->to);
+    struct swp_swqe *w;
+    uint8_t *dst = NULL;
+    uint32_t term;
+
+    /* RFC 5040 4.5: a Read Response answers the oldest outstanding Read */
+    if (!swp_ring_count(&qp->orqr))
+        return SWP_TERM(SWP_TERM_LAYER_RDMAP, SWP_RDMAP_ET_REMOTE_OP, SWP_RDMAP_EC_UNEXP_OPCODE);
+    idx = qp->orq[qp->orqr.head & qp->orqr.mask];
+    rx->place_niov = 0;
+    if (idx == SWP_ORQ_RTR)
+        return rx->seg_len == 0 ? 0
+                                : SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_TAGGED, SWP_DDP_EC_T_BASE_BOUNDS);
+    w = &qp->sq[idx & qp->sqr.mask];
+    if (rx->seg_len == 0 && w->len == 0)
+        return 0;
+    if (stag != w->sge[0].lkey)
+        return SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_TAGGED, SWP_DDP_EC_T_INV_STAG);
+    if (to != (uintptr_t)w->sge[0].addr + w->sent || w->sent + rx->seg_len > w->len)
+        return SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_TAGGED, SWP_DDP_EC_T_BASE_BOUNDS);
+    term = swp_mem_check_remote(qp->ctx, qp->pd, stag, to, rx->seg_len,
+                                SIWARP_ACCESS_LOCAL_WRITE, SWP_TERM_LAYER_DDP, &dst);
+    if (term)
+        return term;
+    rx_place_one(rx, dst, rx->seg_len);
+    return 0;
+}
+
+static uint32_t rx_hdr_send(struct siwarp_qp *qp)
+{
+    struct swp_rx *rx = &qp->rx;
+    const struct swp_ddp_untagged_hdr *u = rx_uhdr(rx);
+    uint32_t term = rx_check_untagged(qp, SWP_QN_SEND);
+    uint32_t mo = swp_get32(u->mo);
+    struct swp_rwqe *w;
+
+    if (term)
+        return term;
+    rx->place_niov = 0;
+    if (rx_is_rtr(qp, SIWARP_RTR_SEND) && mo == 0)
+        return 0;               /* RFC 6581 6: a zero-length Send RTR uses no buffer */
+    if (qp->rqr.head == qp->rqr.tail)
+        return SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_UNTAGGED, SWP_DDP_EC_U_NO_BUF);
+    w = &qp->rq[qp->rqr.head & qp->rqr.mask];
+    /* TCP delivers in order, so segments of a message arrive at rising,
+     * contiguous offsets */
+    if (mo != rx->recv_got)
+        return SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_UNTAGGED, SWP_DDP_EC_U_INV_MO);
+    if ((uint64_t)mo + rx->seg_len > w->len)
+        return SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_UNTAGGED, SWP_DDP_EC_U_TOO_LONG);
+    rx_place_sgl(rx, w, mo, rx->seg_len);
+    rx->cur_is_recv = true;
+    return 0;
+}
+
+static uint32_t rx_hdr_read_req(struct siwarp_qp *qp)
+{
+    struct swp_rx *rx = &qp->rx;
+    const struct swp_ddp_untagged_hdr *u = rx_uhdr(rx);
+    const struct swp_rdmap_read_req *rr =
+        (const struct swp_rdmap_read_req *)(rx->hdr + SWP_MPA_HDR_LEN + SWP_HDR_UNTAGGED);
+    uint32_t term = rx_check_untagged(qp, SWP_QN_READ_REQ);
+    uint32_t size = swp_get32(rr->size);
+    uint8_t *src = NULL;
+
+    if (term)
+        return term;
+    rx->place_niov = 0;
+    /* RFC 5040 4.4: a Read Request is one whole segment at offset 0 */
+    if (swp_get32(u->mo) != 0)
+        return SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_UNTAGGED, SWP_DDP_EC_U_INV_MO);
+    if (!rx->last || rx->seg_len != 0)
+        return SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_UNTAGGED, SWP_DDP_EC_U_TOO_LONG);
+    /* RFC 5040 6.5: more outstanding Reads than the IRD we advertised */
+    if (swp_ring_count(&qp->irqr) >= qp->nego.ird || swp_ring_count(&qp->irqr) > qp->irqr.mask)
+        return SWP_TERM(SWP_TERM_LAYER_RDMAP, SWP_RDMAP_ET_REMOTE_OP, SWP_RDMAP_EC_CATA_STREAM);
+    if (size) {
+        term = swp_mem_check_remote(qp->ctx, qp->pd, swp_get32(rr->src_stag),
+                                    swp_get64(rr->src_to), size, SIWARP_ACCESS_REMOTE_READ,
+                                    SWP_TERM_LAYER_RDMAP, &src);
+        if (term)
+            return term;
+    }
+    return 0;
+}
+
+static uint32_t rx_hdr_term(struct siwarp_qp *qp)
+{
+    uint32_t term = rx_check_untagged(qp, SWP_QN_TERMINATE);
+
+    qp->rx.place_niov = 0;
+    if (term)
+        return term;
+    if (qp->rx.seg_len > SWP_TERM_MAX_LEN - SWP_HDR_TERMINATE)
+        return SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_UNTAGGED, SWP_DDP_EC_U_TOO_LONG);
+    return 0;
+}
+
+/* ---- segment completion (after the CRC was verified) ------------------------- */
+
+static void rx_done_write(struct siwarp_qp *qp)
+{
+    if (rx_is_rtr(qp, SIWARP_RTR_WRITE))
+        qp->rtr_wait_rx = false;
+}
+
+static void rx_done_read_resp(struct siwarp_qp *qp)
+{
+    struct swp_rx *rx = &qp->rx;
+    uint32_t idx = qp->orq[qp->orqr.head & qp->orqr.mask];
+    struct swp_swqe *w;
+
+    if (idx == SWP_ORQ_RTR) {
+        if (rx->last)
+            qp->orqr.head++;
+        return;
+    }
+    w = &qp->sq[idx & qp->sqr.mask];
+    w->sent += rx->seg_len;
+    if (!rx->last)
+        return;
+    if (w->sent != w->len) {
+        /* a short Read Response: the peer ended the message early */
+        w->status = SIWARP_WC_REM_OP_ERR;
+    }
+    w->complete = true;
+    qp->orqr.head++;
+    swp_sq_retire(qp);
+}
+
+static void rx_done_send(struct siwarp_qp *qp)
+{
+    struct swp_rx *rx = &qp->rx;
+    const struct swp_ddp_untagged_hdr *u = rx_uhdr(rx);
+    struct siwarp_wc wc;
+    struct swp_rwqe *w;
+    unsigned op = rx->op;
+
+    if (!rx->cur_is_recv) {          /* the zero-length Send RTR */
+        qp->rx.msn[SWP_QN_SEND]++;
+        qp->rtr_wait_rx = false;
+        return;
+    }
+    rx->recv_got += rx->seg_len;
+    if (!rx->last)
+        return;
+    w = &qp->rq[qp->rqr.head & qp->rqr.mask];
+    memset(&wc, 0, sizeof(wc));
+    wc.wr_id = w->wr_id;
+    wc.opcode = SIWARP_WC_RECV;
+    wc.status = SIWARP_WC_SUCCESS;
+    wc.byte_len = rx->recv_got;
+    wc.qp = qp;
+    if (op == SWP_OP_SEND_SE || op == SWP_OP_SEND_SE_INV)
+        wc.wc_flags |= SIWARP_WC_SOLICITED;
+    qp->rqr.head++;
+    qp->rx.msn[SWP_QN_SEND]++;
+    rx->recv_got = 0;
+    rx->cur_is_recv = false;
+    if (op == SWP_OP_SEND_INV || op == SWP_OP_SEND_SE_INV) {
+        /* RFC 5040 6.2: invalidate when the message is delivered */
+        uint32_t stag = swp_get32(u->inv_stag);
+        uint32_t term = swp_mem_invalidate_remote(qp->ctx, qp->pd, stag);
+        if (term) {
+            wc.status = SIWARP_WC_REM_OP_ERR;
+            wc.vendor_err = term;
+            swp_cq_push(qp->rcq, &wc);
+            swp_qp_fatal(qp, term, rx->hdr, SWP_MPA_HDR_LEN + SWP_HDR_UNTAGGED, -EPROTO,
+                         "peer asked to invalidate STag 0x%08x, which cannot be invalidated", stag);
+            return;
+        }
+        wc.wc_flags |= SIWARP_WC_WITH_INV;
+        wc.invalidated_stag = stag;
+    }
+    swp_cq_push(qp->rcq, &wc);
+}
+
+static void rx_done_read_req(struct siwarp_qp *qp)
+{
+    struct swp_rx *rx = &qp->rx;
+    const struct swp_rdmap_read_req *rr =
+        (const struct swp_rdmap_read_req *)(rx->hdr + SWP_MPA_HDR_LEN + SWP_HDR_UNTAGGED);
+    struct swp_irqe *r = &qp->irq[qp->irqr.tail & qp->irqr.mask];
+    uint32_t size = swp_get32(rr->size);
+
+    qp->rx.msn[SWP_QN_READ_REQ]++;
+    if (rx_is_rtr(qp, SIWARP_RTR_READ) && size == 0)
+        qp->rtr_wait_rx = false;     /* answered below with a zero-length response */
+    r->sink_stag = swp_get32(rr->sink_stag);
+    r->sink_to = swp_get64(rr->sink_to);
+    r->len = size;
+    r->sent = 0;
+    r->src = NULL;
+    if (size)
+        swp_mem_check_remote(qp->ctx, qp->pd, swp_get32(rr->src_stag), swp_get64(rr->src_to),
+                             size, SIWARP_ACCESS_REMOTE_READ, SWP_TERM_LAYER_RDMAP, &r->src);
+    qp->irqr.tail++;
+}
+
+static void rx_done_term(struct siwarp_qp *qp)
+{
+    uint32_t term = 0;
+
+    swp_rdmap_parse_term(qp->rx.hdr + SWP_MPA_HDR_LEN, SWP_HDR_TERMINATE, &term);
+    qp->rx.msn[SWP_QN_TERMINATE]++;
+    swp_qp_term_received(qp, term);
+}
+
+/* Opcode table: header check and completion per RDMAP opcode. */
+static const struct {
+    uint32_t (*hdr)(struct siwarp_qp *qp);
+    void (*done)(struct siwarp_qp *qp);
+} rx_ops[SWP_OP_MAX] = {
+    [SWP_OP_WRITE]       = { rx_hdr_write,     rx_done_write },
+    [SWP_OP_READ_REQ]    = { rx_hdr_read_req,  rx_done_read_req },
+    [SWP_OP_READ_RESP]   = { rx_hdr_read_resp, rx_done_read_resp },
+    [SWP_OP_SEND]        = { rx_hdr_send,      rx_done_send },
+    [SWP_OP_SEND_INV]    = { rx_hdr_send,      rx_done_send },
+    [SWP_OP_SEND_SE]     = { rx_hdr_send,      rx_done_send },
+    [SWP_OP_SEND_SE_INV] = { rx_hdr_send,      rx_done_send },
+    [SWP_OP_TERMINATE]   = { rx_hdr_term,      rx_done_term },
+};
+
+static int rx_fatal(struct siwarp_qp *qp, uint32_t term, const char *what)
+{
+    char buf[128];
+
+    swp_qp_fatal(qp, term, qp->rx.hdr, qp->rx.hdr_got, -EPROTO, "received %s: %s", what,
+                 swp_term_str(term, buf, sizeof(buf)));
+    return -EPROTO;
+}
+
+/* Called whenever the header buffer reaches hdr_want bytes. */
+static int rx_hdr_step(struct siwarp_qp *qp)
+{
+    struct swp_rx *rx = &qp->rx;
+    const struct swp_ctrl *c = (const struct swp_ctrl *)(rx->hdr + SWP_MPA_HDR_LEN);
+    uint32_t term, hdr_len;
+
+    if (rx->hdr_want == SWP_RX_HDR_MIN) {
+        rx->ulpdu_len = swp_get16(rx->hdr);
+        /* RFC 5044 4.1: the ULPDU must hold a DDP header and may not exceed
+         * what this end can take */
+        if (rx->ulpdu_len < sizeof(struct swp_ctrl) || rx->ulpdu_len > qp->nego.max_rx_ulpdu)
+            return rx_fatal(qp, SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_CATASTROPHIC,
+                                         SWP_DDP_EC_CATASTROPHIC), "an FPDU with a bad ULPDU length");
+        term = swp_ddp_check_ctrl(c);
+        if (term)
+            return rx_fatal(qp, term, "a bad DDP/RDMAP control field");
+        rx->op = swp_ctrl_opcode(c);
+        rx->last = swp_ctrl_last(c);
+        hdr_len = swp_opinfo[rx->op].hdr_len;
+        if (rx->ulpdu_len < hdr_len)
+            return rx_fatal(qp, SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_CATASTROPHIC,
+                                         SWP_DDP_EC_CATASTROPHIC), "an FPDU shorter than its header");
+        rx->hdr_want = SWP_MPA_HDR_LEN + hdr_len;
+        if (rx->hdr_got < rx->hdr_want)
+            return 0;
+    }
+    rx->seg_len = rx->ulpdu_len - (rx->hdr_want - SWP_MPA_HDR_LEN);
+    /* RFC 6581 6: in P2P mode the responder takes nothing before the RTR */
+    if (qp->rtr_wait_rx && !rx_is_rtr(qp, SIWARP_RTR_WRITE) &&
+        !(rx_is_rtr(qp, SIWARP_RTR_READ) && rx->op == SWP_OP_READ_REQ) &&
+        !(rx_is_rtr(qp, SIWARP_RTR_SEND) && rx->op == SWP_OP_SEND) &&
+        rx->op != SWP_OP_TERMINATE)
+        return rx_fatal(qp, SWP_TERM(SWP_TERM_LAYER_LLP, 0, SWP_LLP_EC_NO_MATCHING_RTR),
+                        "an FPDU before the peer-to-peer RTR");
+    term = rx_ops[rx->op].hdr(qp);
+    if (term)
+        return rx_fatal(qp, term, swp_opinfo[rx->op].name);
+    rx->payload_left = rx->seg_len;
+    rx->trailer_want = swp_mpa_pad(rx->ulpdu_len) + SWP_MPA_CRC_LEN;
+    rx->trailer_got = 0;
+    rx->state = rx->payload_left ? SWP_RX_PAYLOAD : SWP_RX_TRAILER;
+    return 0;
+}
+
+static int rx_fpdu_done(struct siwarp_qp *qp)
+{
+    struct swp_rx *rx = &qp->rx;
+    uint32_t pad = rx->trailer_want - SWP_MPA_CRC_LEN;
+
+    /* RFC 5044 4.4 / 8: a CRC mismatch is fatal to the stream */
+    if (qp->nego.crc && swp_mpa_get_crc(rx->trailer + pad) != rx->crc) {
+        swp_qp_fatal(qp, SWP_TERM(SWP_TERM_LAYER_LLP, 0, SWP_LLP_EC_CRC), NULL, 0, -EBADMSG,
+                     "CRC error: received 0x%08x, computed 0x%08x",
+                     swp_mpa_get_crc(rx->trailer + pad), rx->crc);
+        return -EBADMSG;
+    }
+    rx->state = SWP_RX_HDR;
+    rx->hdr_got = 0;
+    rx->hdr_want = SWP_RX_HDR_MIN;
+    rx_ops[rx->op].done(qp);
+    return 0;
+}
+
+/* A marker (RFC 5044 4.3): check its FPDUPTR against where we are. */
+static int rx_marker(struct siwarp_qp *qp, const uint8_t **p, uint32_t *avail)
+{
+    struct swp_rx *rx = &qp->rx;
+    uint32_t take = SWP_MPA_MARKER_LEN - rx->marker_got;
+    bool at_boundary = rx->state == SWP_RX_HDR && rx->hdr_got == 0;
+    bool in_crc = !at_boundary && !(rx->state == SWP_RX_TRAILER &&
+                                    rx->trailer_got >= rx->trailer_want - SWP_MPA_CRC_LEN);
+
+    if (take > *avail)
+        take = *avail;
+    memcpy(rx->marker + rx->marker_got, *p, take);
+    rx->marker_got += take;
+    rx->stream_off += take;
+    *p += take;
+    *avail -= take;
+    if (rx->marker_got < SWP_MPA_MARKER_LEN)
+        return 0;
+    rx->marker_got = 0;
+    uint64_t moff = rx->stream_off - SWP_MPA_MARKER_LEN;
+    uint16_t want = at_boundary ? 0 : (uint16_t)(moff - rx->fpdu_start);
+    if (swp_get16(rx->marker + 2) != want) {
+        swp_qp_fatal(qp, SWP_TERM(SWP_TERM_LAYER_LLP, 0, SWP_LLP_EC_MARKER), NULL, 0, -EPROTO,
+                     "marker FPDUPTR %u where %u was expected", swp_get16(rx->marker + 2), want);
+        return -EPROTO;
+    }
+    if (in_crc && qp->nego.crc)
+        rx->crc = swp_crc32c(rx->crc, rx->marker, SWP_MPA_MARKER_LEN);
+    return 0;
+}
+
+/* Parse staged bytes. */
+static int rx_consume(struct siwarp_qp *qp)
+{
+    struct swp_rx *rx = &qp->rx;
+
+    while (rx->buf_head < rx->buf_tail) {
+        const uint8_t *p = rx->buf + rx->buf_head;
+        uint32_t avail = rx->buf_tail - rx->buf_head, take;
+        int rc = 0;
+
+        if (qp->state != SIWARP_QPS_RTS && qp->state != SIWARP_QPS_CLOSING)
+            return -EPROTO;
+        if (qp->nego.markers) {
+            if (rx->marker_got || rx->stream_off % SWP_MPA_MARKER_PERIOD == 0) {
+                uint32_t before = avail;
+                rc = rx_marker(qp, &p, &avail);
+                rx->buf_head += before - avail;
+                if (rc < 0)
+                    return rc;
+                continue;
+            }
+            uint32_t room = SWP_MPA_MARKER_PERIOD - rx->stream_off % SWP_MPA_MARKER_PERIOD;
+            if (avail > room)
+                avail = room;
+        }
+        switch (rx->state) {
+        case SWP_RX_HDR:
+            if (rx->hdr_got == 0) {
+                rx->fpdu_start = rx->stream_off;
+                rx->crc = 0;
+            }
+            take = rx->hdr_want - rx->hdr_got;
+            if (take > avail)
+                take = avail;
+            memcpy(rx->hdr + rx->hdr_got, p, take);
+            if (qp->nego.crc)
+                rx->crc = swp_crc32c(rx->crc, p, take);
+            rx->hdr_got += take;
+            if (rx->hdr_got == rx->hdr_want)
+                rc = rx_hdr_step(qp);
+            break;
+        case SWP_RX_PAYLOAD:
+            take = rx->payload_left < avail ? rx->payload_left : avail;
+            rx_place_copy(qp, p, take);
+            rx->payload_left -= take;
+            if (rx->payload_left == 0)
+                rx->state = SWP_RX_TRAILER;
+            break;
+        case SWP_RX_TRAILER:
+        default: {
+            uint32_t pad = rx->trailer_want - SWP_MPA_CRC_LEN;
+            take = rx->trailer_want - rx->trailer_got;
+            if (take > avail)
+                take = avail;
+            for (uint32_t i = 0; i < take; i++, rx->trailer_got++) {
+                rx->trailer[rx->trailer_got] = p[i];
+                if (rx->trailer_got < pad && qp->nego.crc)
+                    rx->crc = swp_crc32c(rx->crc, p + i, 1);
+            }
+            if (rx->trailer_got == rx->trailer_want)
+                rc = rx_fpdu_done(qp);
+            break;
+        }
+        }
+        rx->buf_head += take;
+        rx->stream_off += take;
+        if (rc < 0)
+            return rc;
+    }
+    rx->buf_head = rx->buf_tail = 0;
+    return 0;
+}
+
+/* Read payload (and the trailer behind it) straight into the target. */
+static int rx_direct(struct siwarp_qp *qp)
+{
+    struct swp_rx *rx = &qp->rx;
+    struct iovec iov[SWP_MAX_SGE + 1];
+    uint32_t n = 0, want = rx->payload_left;
+    ssize_t got;
+
+    for (uint32_t i = rx->place_idx; i < rx->place_niov && want; i++) {
+        size_t off = i == rx->place_idx ? rx->place_off : 0;
+        size_t len = rx->place_iov[i].iov_len - off;
+        if (len > want)
+            len = want;
+        iov[n].iov_base = (uint8_t *)rx->place_iov[i].iov_base + off;
+        iov[n].iov_len = len;
+        want -= (uint32_t)len;
+        n++;
+    }
+    iov[n].iov_base = rx->trailer;
+    iov[n].iov_len = rx->trailer_want;
+    n++;
+    got = readv(qp->pl.fd, iov, (int)n);
+    if (got <= 0)
+        return got == 0 ? 0 : -errno;
+    rx->stream_off += (uint64_t)got;
+    uint32_t placed = (uint32_t)got < rx->payload_left ? (uint32_t)got : rx->payload_left;
+    for (uint32_t i = 0, left = placed; left; i++) {
+        uint32_t len = iov[i].iov_len < left ? (uint32_t)iov[i].iov_len : left;
+        if (qp->nego.crc)
+            rx->crc = swp_crc32c(rx->crc, iov[i].iov_base, len);
+        rx->place_off += len;
+        if (rx->place_off == rx->place_iov[rx->place_idx].iov_len) {
+            rx->place_idx++;
+            rx->place_off = 0;
+        }
+        left -= len;
+    }
+    rx->payload_left -= placed;
+    if (rx->payload_left == 0) {
+        uint32_t pad = rx->trailer_want - SWP_MPA_CRC_LEN;
+        rx->state = SWP_RX_TRAILER;
+        rx->trailer_got = (uint32_t)got - placed;
+        if (qp->nego.crc && rx->trailer_got)
+            rx->crc = swp_crc32c(rx->crc, rx->trailer, rx->trailer_got < pad ? rx->trailer_got : pad);
+        if (rx->trailer_got == rx->trailer_want) {
+            int rc = rx_fpdu_done(qp);
+            if (rc < 0)
+                return rc;
+        }
+    }
+    return (int)got;
+}
+
+int swp_rx_progress(struct siwarp_qp *qp)
+{
+    struct swp_rx *rx = &qp->rx;
+
+    for (int budget = SWP_RX_BUDGET; budget > 0; budget--) {
+        ssize_t got;
+        int rc;
+
+        if (qp->pl.fd < 0 || (qp->state != SIWARP_QPS_RTS && qp->state != SIWARP_QPS_CLOSING))
+            return 0;
+        if (rx->buf_head < rx->buf_tail) {
+            rc = rx_consume(qp);
+            if (rc < 0)
+                return rc;
+            continue;
+        }
+        if (rx->state == SWP_RX_PAYLOAD && !qp->nego.markers &&
+            rx->payload_left >= SWP_RX_DIRECT_MIN && rx->place_idx < rx->place_niov) {
+            got = rx_direct(qp);
+        } else {
+            got = recv(qp->pl.fd, rx->buf, rx->buf_size, MSG_DONTWAIT);
+            if (got < 0)
+                got = -errno;
+            else if (got > 0) {
+                rx->buf_head = 0;
+                rx->buf_tail = (uint32_t)got;
+            }
+        }
+        if (got == -EAGAIN || got == -EWOULDBLOCK)
+            return -EAGAIN;
+        if (got == -EINTR)
+            continue;
+        if (got == -EPROTO || got == -EBADMSG)
+            return (int)got;
+        if (got < 0) {
+            swp_qp_llp_closed(qp, (int)got, false);
+            return (int)got;
+        }
+        if (got == 0) {
+            /* end of stream: clean only at an FPDU boundary */
+            bool clean = rx->state == SWP_RX_HDR && rx->hdr_got == 0 && rx->marker_got == 0;
+            swp_qp_llp_closed(qp, -ECONNRESET, clean);
+            return -ENOTCONN;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,455 @@
+/*
+ * qp_tx.c - the transmit engine: turns send WQEs, inbound Read Requests,
+ * the P2P RTR and Terminates into MPA FPDUs (RFC 5044 4) and writes them
+ * with one sendmsg per batch.  Payload is never copied: the iovec points at
+ * the application's registered memory, headers, pads, CRCs and markers live
+ * in tx->hdrs.  Partial writes resume from the iovec cursor.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include "swp.h"
+
+#define SWP_MARKER_FPDU_CAP 4096   /* payload cap per FPDU when markers are on */
+
+uint32_t swp_fpdu_wire_len(uint32_t ulpdu_len, bool crc)
+{
+    /* RFC 5044 4.1: the CRC field is always present; zero when CRC is off */
+    (void)crc;
+    return SWP_MPA_HDR_LEN + ulpdu_len + swp_mpa_pad(ulpdu_len) + SWP_MPA_CRC_LEN;
+}
+
+static uint8_t *tx_space(struct swp_tx *tx, uint32_t n)
+{
+    uint8_t *p;
+
+    if (tx->hdrs_used + n > SWP_TX_HDRS)
+        return NULL;
+    p = tx->hdrs + tx->hdrs_used;
+    tx->hdrs_used += n;
+    return p;
+}
+
+static void tx_iov(struct swp_tx *tx, const void *p, size_t n)
+{
+    struct iovec *last = tx->niov ? &tx->iov[tx->niov - 1] : NULL;
+
+    if (!n)
+        return;
+    if (last && (const uint8_t *)last->iov_base + last->iov_len == (const uint8_t *)p) {
+        last->iov_len += n;       /* adjacent header bytes merge */
+    } else {
+        tx->iov[tx->niov].iov_base = (void *)p;
+        tx->iov[tx->niov].iov_len = n;
+        tx->niov++;
+    }
+    tx->pending += n;
+    tx->queued += n;
+}
+
+/* RFC 5044 4.3: a marker sits at every 512th octet of the stream counted
+ * from the first FPDU; its FPDUPTR is the distance back to the ULPDU_Length
+ * field of the FPDU it falls in (0 when it immediately precedes one). */
+static void tx_marker(struct siwarp_qp *qp, uint16_t ptr, bool crc)
+{
+    struct swp_tx *tx = &qp->tx;
+    uint8_t *m = tx_space(tx, SWP_MPA_MARKER_LEN);
+
+    /* space was reserved by the caller's worst-case estimate */
+    swp_put16(m, 0);
+    swp_put16(m + 2, ptr);
+    if (crc)
+        tx->crc = swp_crc32c(tx->crc, m, SWP_MPA_MARKER_LEN);
+    tx_iov(tx, m, SWP_MPA_MARKER_LEN);
+    tx->stream_off += SWP_MPA_MARKER_LEN;
+}
+
+static void tx_emit(struct siwarp_qp *qp, const uint8_t *p, size_t n, bool crc)
+{
+    struct swp_tx *tx = &qp->tx;
+    bool do_crc = crc && qp->nego.crc;
+
+    if (!qp->nego.markers) {
+        if (do_crc)
+            tx->crc = swp_crc32c(tx->crc, p, n);
+        tx_iov(tx, p, n);
+        tx->stream_off += n;
+        return;
+    }
+    while (n) {
+        size_t room;
+        if (tx->stream_off % SWP_MPA_MARKER_PERIOD == 0)
+            tx_marker(qp, (uint16_t)(tx->stream_off - tx->fpdu_start), do_crc);
+        room = SWP_MPA_MARKER_PERIOD - tx->stream_off % SWP_MPA_MARKER_PERIOD;
+        if (room > n)
+            room = n;
+        if (do_crc)
+            tx->crc = swp_crc32c(tx->crc, p, room);
+        tx_iov(tx, p, room);
+        tx->stream_off += room;
+        p += room;
+        n -= room;
+    }
+}
+
+/* Is there room for one more FPDU with this payload and this many pieces? */
+static bool tx_room(struct siwarp_qp *qp, uint32_t plen, uint32_t pieces)
+{
+    struct swp_tx *tx = &qp->tx;
+    uint32_t markers = qp->nego.markers ? plen / SWP_MPA_MARKER_PERIOD + 3 : 0;
+    uint32_t iovs = 3 + pieces + 2 * markers;
+    uint32_t bytes = SWP_MPA_HDR_LEN + SWP_HDR_MAX + 3 + SWP_MPA_CRC_LEN +
+                     SWP_MPA_MARKER_LEN * markers;
+
+    if (tx->niov && tx->pending >= SWP_TX_BATCH)
+        return false;
+    return tx->niov + iovs <= SWP_TX_IOV && tx->hdrs_used + bytes <= SWP_TX_HDRS;
+}
+
+/* Header space for one FPDU: the caller builds the DDP/RDMAP header at
+ * the returned pointer + 2. */
+static uint8_t *tx_fpdu_hdr(struct swp_tx *tx)
+{
+    return tx_space(tx, SWP_MPA_HDR_LEN + SWP_HDR_MAX);
+}
+
+/* Emit one FPDU: ULPDU_Length, header (already at h + 2), payload pieces,
+ * pad, CRC (RFC 5044 4.1 - 4.4). */
+static void tx_fpdu(struct siwarp_qp *qp, uint8_t *h, uint32_t hdrlen,
+                    const struct iovec *pl, uint32_t npl, uint32_t plen)
+{
+    struct swp_tx *tx = &qp->tx;
+    uint32_t ulpdu = hdrlen + plen;
+    uint32_t pad = swp_mpa_pad(ulpdu);
+    uint8_t *t;
+
+    /* give back the unused part of the header reservation */
+    tx->hdrs_used -= SWP_HDR_MAX - hdrlen;
+    swp_put16(h, (uint16_t)ulpdu);
+    if (qp->nego.markers && tx->stream_off % SWP_MPA_MARKER_PERIOD == 0)
+        tx_marker(qp, 0, false);
+    tx->fpdu_start = tx->stream_off;
+    tx->crc = 0;
+    tx_emit(qp, h, SWP_MPA_HDR_LEN + hdrlen, true);
+    for (uint32_t i = 0; i < npl; i++)
+        tx_emit(qp, pl[i].iov_base, pl[i].iov_len, true);
+    t = tx_space(tx, pad + SWP_MPA_CRC_LEN);
+    memset(t, 0, pad);
+    tx_emit(qp, t, pad, true);
+    /* RFC 5044 4.4: CRC32c of everything before it; zero if not negotiated */
+    swp_mpa_put_crc(t + pad, qp->nego.crc ? tx->crc : 0);
+    tx_emit(qp, t + pad, SWP_MPA_CRC_LEN, false);
+}
+
+/* iovecs for bytes [off, off + len) of a WQE's payload */
+static uint32_t tx_gather(const struct swp_swqe *w, uint64_t off, uint32_t len,
+                          struct iovec *iov, uint32_t max)
+{
+    uint32_t n = 0;
+
+    if (w->inline_buf) {
+        iov[0].iov_base = w->inline_buf + off;
+        iov[0].iov_len = len;
+        return len ? 1 : 0;
+    }
+    for (uint32_t i = 0; i < w->num_sge && len && n < max; i++) {
+        const struct siwarp_sge *s = &w->sge[i];
+        if (off >= s->length) {
+            off -= s->length;
+            continue;
+        }
+        uint32_t take = s->length - (uint32_t)off;
+        if (take > len)
+            take = len;
+        iov[n].iov_base = (uint8_t *)s->addr + off;
+        iov[n].iov_len = take;
+        n++;
+        len -= take;
+        off = 0;
+    }
+    return n;
+}
+
+static uint32_t tx_max_payload(struct siwarp_qp *qp, uint32_t hdrlen)
+{
+    uint32_t m = qp->nego.mulpdu - hdrlen;
+
+    if (qp->nego.markers && m > SWP_MARKER_FPDU_CAP)
+        m = SWP_MARKER_FPDU_CAP;
+    return m;
+}
+
+/* One FPDU of a Send or Write WQE.  Returns false when out of room. */
+static bool tx_segment(struct siwarp_qp *qp, struct swp_swqe *w)
+{
+    bool tagged = w->opcode == SIWARP_WR_WRITE;
+    uint32_t hdrlen = tagged ? SWP_HDR_TAGGED : SWP_HDR_UNTAGGED;
+    uint64_t left = w->len - w->sent;
+    uint32_t plen = (uint32_t)(left < tx_max_payload(qp, hdrlen) ? left : tx_max_payload(qp, hdrlen));
+    struct iovec pl[SWP_MAX_SGE];
+    uint32_t npl;
+    bool last = w->sent + plen == w->len;
+    uint8_t *h;
+
+    if (!tx_room(qp, plen, w->num_sge + 1))
+        return false;
+    npl = tx_gather(w, w->sent, plen, pl, SWP_MAX_SGE);
+    h = tx_fpdu_hdr(&qp->tx);
+    if (tagged) {
+        swp_ddp_build_tagged(h + SWP_MPA_HDR_LEN, SWP_OP_WRITE, last, w->rkey,
+                             w->raddr + w->sent);
+    } else {
+        static const unsigned ops[] = {
+            [SIWARP_WR_SEND] = SWP_OP_SEND, [SIWARP_WR_SEND_SE] = SWP_OP_SEND_SE,
+            [SIWARP_WR_SEND_INV] = SWP_OP_SEND_INV, [SIWARP_WR_SEND_SE_INV] = SWP_OP_SEND_SE_INV,
+        };
+        bool inv = w->opcode == SIWARP_WR_SEND_INV || w->opcode == SIWARP_WR_SEND_SE_INV;
+        swp_ddp_build_untagged(h + SWP_MPA_HDR_LEN, ops[w->opcode], last, SWP_QN_SEND,
+                               qp->tx_msn[SWP_QN_SEND], (uint32_t)w->sent,
+                               inv ? w->inv_stag : 0);
+    }
+    tx_fpdu(qp, h, hdrlen, pl, npl, plen);
+    w->sent += plen;
+    if (last) {
+        if (!tagged)
+            qp->tx_msn[SWP_QN_SEND]++;
+        w->segmented = true;
+        w->done_at = qp->tx.queued;
+    }
+    return true;
+}
+
+/* RFC 5040 4.4: the Read Request, untagged on queue 1. */
+static bool tx_read_req(struct siwarp_qp *qp, uint32_t sink_stag, uint64_t sink_to,
+                        uint32_t len, uint32_t src_stag, uint64_t src_to)
+{
+    uint8_t *h;
+    struct swp_rdmap_read_req *rr;
+
+    if (!tx_room(qp, 0, 0) || swp_ring_count(&qp->orqr) > qp->orqr.mask)
+        return false;
+    h = tx_fpdu_hdr(&qp->tx);
+    swp_ddp_build_untagged(h + SWP_MPA_HDR_LEN, SWP_OP_READ_REQ, true, SWP_QN_READ_REQ,
+                           qp->tx_msn[SWP_QN_READ_REQ]++, 0, 0);
+    rr = (struct swp_rdmap_read_req *)(h + SWP_MPA_HDR_LEN + SWP_HDR_UNTAGGED);
+    swp_put32(rr->sink_stag, sink_stag);
+    swp_put64(rr->sink_to, sink_to);
+    swp_put32(rr->size, len);
+    swp_put32(rr->src_stag, src_stag);
+    swp_put64(rr->src_to, src_to);
+    tx_fpdu(qp, h, SWP_HDR_READ_REQ, NULL, 0, 0);
+    return true;
+}
+
+#define SWP_ORQ_RTR UINT32_MAX
+
+/* P2P ready-to-receive (RFC 6581 6): a zero-length Write, Read or Send. */
+static bool tx_rtr(struct siwarp_qp *qp)
+{
+    uint8_t *h;
+
+    if (qp->nego.rtr == SIWARP_RTR_READ) {
+        if (!tx_read_req(qp, 0, 0, 0, 0, 0))
+            return false;
+        qp->orq[qp->orqr.tail++ & qp->orqr.mask] = SWP_ORQ_RTR;
+        return true;
+    }
+    if (!tx_room(qp, 0, 0))
+        return false;
+    h = tx_fpdu_hdr(&qp->tx);
+    if (qp->nego.rtr == SIWARP_RTR_WRITE) {
+        swp_ddp_build_tagged(h + SWP_MPA_HDR_LEN, SWP_OP_WRITE, true, 0, 0);
+        tx_fpdu(qp, h, SWP_HDR_TAGGED, NULL, 0, 0);
+    } else {
+        swp_ddp_build_untagged(h + SWP_MPA_HDR_LEN, SWP_OP_SEND, true, SWP_QN_SEND,
+                               qp->tx_msn[SWP_QN_SEND]++, 0, 0);
+        tx_fpdu(qp, h, SWP_HDR_UNTAGGED, NULL, 0, 0);
+    }
+    return true;
+}
+
+/* One Read Response FPDU for the oldest inbound Read (RFC 5040 4.5). */
+static bool tx_read_resp(struct siwarp_qp *qp, struct swp_irqe *r)
+{
+    uint32_t left = r->len - r->sent;
+    uint32_t plen = left < tx_max_payload(qp, SWP_HDR_TAGGED) ? left
+                                                              : tx_max_payload(qp, SWP_HDR_TAGGED);
+    struct iovec pl;
+    uint8_t *h;
+
+    if (!tx_room(qp, plen, 1))
+        return false;
+    h = tx_fpdu_hdr(&qp->tx);
+    swp_ddp_build_tagged(h + SWP_MPA_HDR_LEN, SWP_OP_READ_RESP, plen == left, r->sink_stag,
+                         r->sink_to + r->sent);
+    pl.iov_base = r->src + r->sent;
+    pl.iov_len = plen;
+    tx_fpdu(qp, h, SWP_HDR_TAGGED, &pl, plen ? 1 : 0, plen);
+    r->sent += plen;
+    if (r->sent == r->len)
+        qp->irqr.head++;
+    return true;
+}
+
+static void tx_fill(struct siwarp_qp *qp)
+{
+    if (qp->term_pending) {
+        /* a Terminate is the last FPDU of the stream (RFC 5040 5.5) */
+        uint8_t *h;
+        if (!tx_room(qp, 0, 0))
+            return;
+        h = tx_fpdu_hdr(&qp->tx);
+        memcpy(h + SWP_MPA_HDR_LEN, qp->term_msg, qp->term_len);
+        qp->tx.hdrs_used += qp->term_len > SWP_HDR_MAX ? qp->term_len - SWP_HDR_MAX : 0;
+        tx_fpdu(qp, h, qp->term_len, NULL, 0, 0);
+        qp->term_pending = false;
+        return;
+    }
+    if (qp->state != SIWARP_QPS_RTS && qp->state != SIWARP_QPS_CLOSING)
+        return;
+    if (qp->rtr_pending_tx) {
+        if (!tx_rtr(qp))
+            return;
+        qp->rtr_pending_tx = false;
+    }
+    for (;;) {
+        /* Read Responses first, at message boundaries of the SQ */
+        struct swp_swqe *w = qp->sq_cur != qp->sqr.tail ? &qp->sq[qp->sq_cur & qp->sqr.mask] : NULL;
+        bool mid_msg = w && w->sent && !w->segmented;
+
+        if (!mid_msg && swp_ring_count(&qp->irqr)) {
+            if (!tx_read_resp(qp, &qp->irq[qp->irqr.head & qp->irqr.mask]))
+                return;
+            continue;
+        }
+        /* P2P responder: nothing of ours goes out before the peer's RTR */
+        if (qp->rtr_wait_rx || !w)
+            return;
+        if (w->opcode == SIWARP_WR_READ) {
+            /* RFC 5040 6.4 / verbs read fence, and the negotiated ORD */
+            if (swp_ring_count(&qp->orqr) >= qp->nego.ord || qp->nego.ord == 0)
+                return;
+            if (!tx_read_req(qp, w->sge[0].lkey, (uintptr_t)w->sge[0].addr, (uint32_t)w->len,
+                             w->rkey, w->raddr))
+                return;
+            qp->orq[qp->orqr.tail++ & qp->orqr.mask] = qp->sq_cur;
+            w->segmented = true;
+            qp->sq_cur++;
+            continue;
+        }
+        if ((w->flags & SIWARP_SEND_FENCE) && !w->sent && swp_ring_count(&qp->orqr))
+            return;
+        if (!tx_segment(qp, w))
+            return;
+        if (w->segmented)
+            qp->sq_cur++;
+    }
+}
+
+int swp_tx_queue_terminate(struct siwarp_qp *qp, uint32_t term, const uint8_t *hdr,
+                           uint32_t hdr_len)
+{
+    struct swp_tx *tx = &qp->tx;
+
+    qp->term_len = swp_rdmap_build_term(qp->term_msg, qp->tx_msn[SWP_QN_TERMINATE]++, term,
+                                        hdr, hdr_len);
+    qp->term_pending = true;
+    if (tx->pending) {
+        /* An FPDU may be half written: keep the unwritten bytes (copied, as
+         * the application owns the memory once its WRs are flushed) so the
+         * stream stays framed up to the Terminate. */
+        uint8_t *copy = malloc(tx->pending);
+        size_t off = 0;
+        if (!copy) {
+            tx->pending = 0;
+            tx->niov = tx->iov_done = 0;
+            qp->term_pending = false;
+            return -ENOMEM;
+        }
+        for (uint32_t i = tx->iov_done; i < tx->niov; i++) {
+            memcpy(copy + off, tx->iov[i].iov_base, tx->iov[i].iov_len);
+            off += tx->iov[i].iov_len;
+        }
+        free(tx->tail);
+        tx->tail = copy;
+        tx->niov = 1;
+        tx->iov_done = 0;
+        tx->iov[0].iov_base = copy;
+        tx->iov[0].iov_len = off;
+        tx->hdrs_used = 0;
+    }
+    tx_fill(qp);
+    return 0;
+}
+
+static bool tx_drained(struct siwarp_qp *qp)
+{
+    return qp->tx.pending == 0 && qp->sq_cur == qp->sqr.tail && !swp_ring_count(&qp->irqr) &&
+           !swp_ring_count(&qp->orqr);
+}
+
+int swp_tx_progress(struct siwarp_qp *qp)
+{
+    struct swp_tx *tx = &qp->tx;
+
+    if (qp->pl.fd < 0)
+        return -ENOTCONN;
+    for (;;) {
+        struct msghdr msg = { 0 };
+        ssize_t n;
+
+        if (tx->pending == 0) {
+            tx->niov = tx->iov_done = 0;
+            tx->hdrs_used = 0;
+            swp_sq_retire(qp);
+            tx_fill(qp);
+            if (tx->pending == 0) {
+                if (qp->state == SIWARP_QPS_CLOSING && !qp->closing && tx_drained(qp)) {
+                    qp->closing = true;
+                    shutdown(qp->pl.fd, SHUT_WR);
+                }
+                if (qp->pl.events & EPOLLOUT)
+                    swp_poll_mod(qp->ctx, &qp->pl, EPOLLIN);
+                return 0;
+            }
+        }
+        msg.msg_iov = &tx->iov[tx->iov_done];
+        msg.msg_iovlen = tx->niov - tx->iov_done;
+        if (msg.msg_iovlen > 1024)
+            msg.msg_iovlen = 1024;
+        n = sendmsg(qp->pl.fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                swp_poll_mod(qp->ctx, &qp->pl,
+                             (qp->state == SIWARP_QPS_RTS || qp->state == SIWARP_QPS_CLOSING
+                                  ? EPOLLIN : 0) | EPOLLOUT);
+                return -EAGAIN;
+            }
+            int err = -errno;
+            swp_qp_llp_closed(qp, err, false);
+            return err;
+        }
+        tx->written += (uint64_t)n;
+        tx->pending -= (uint64_t)n;
+        while (n > 0) {
+            struct iovec *v = &tx->iov[tx->iov_done];
+            if ((size_t)n >= v->iov_len) {
+                n -= (ssize_t)v->iov_len;
+                tx->iov_done++;
+            } else {
+                v->iov_base = (uint8_t *)v->iov_base + n;
+                v->iov_len -= (size_t)n;
+                n = 0;
+            }
+        }
+        if (tx->pending == 0 && tx->tail) {
+            free(tx->tail);
+            tx->tail = NULL;
+        }
+        swp_sq_retire(qp);
+    }
+}

@@ -1,0 +1,221 @@
+/*
+ * verbs.c - public entry points that are not owned by one layer: context
+ * life cycle, posting work.  Argument checks only, then hand off.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+
+#include "swp.h"
+
+static void swp_kick_drain(struct swp_pollable *p, uint32_t events)
+{
+    uint64_t v;
+    ssize_t rc = read(p->fd, &v, sizeof(v));
+    (void)rc;
+    (void)events;
+}
+
+int siwarp_ctx_create(struct siwarp_ctx **out)
+{
+    struct siwarp_ctx *ctx;
+    int rc;
+
+    if (!out)
+        return -EINVAL;
+    ctx = calloc(1, sizeof(*ctx));
+    if (!ctx)
+        return -ENOMEM;
+    swp_debug = getenv("SIWARP_DEBUG") != NULL;
+    pthread_mutex_init(&ctx->lock, NULL);
+    swp_list_init(&ctx->qps);
+    swp_list_init(&ctx->timers);
+    if (getrandom(&ctx->rng, sizeof(ctx->rng), 0) != sizeof(ctx->rng))
+        ctx->rng = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+    ctx->rng |= 1;
+    ctx->epfd = epoll_create1(EPOLL_CLOEXEC);
+    ctx->kickfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (ctx->epfd < 0 || ctx->kickfd < 0) {
+        rc = -errno;
+        goto err;
+    }
+    rc = swp_poll_add(ctx, &ctx->kick, ctx->kickfd, EPOLLIN, swp_kick_drain);
+    if (rc < 0)
+        goto err;
+    *out = ctx;
+    return 0;
+err:
+    if (ctx->epfd >= 0)
+        close(ctx->epfd);
+    if (ctx->kickfd >= 0)
+        close(ctx->kickfd);
+    free(ctx);
+    return rc;
+}
+
+void siwarp_ctx_destroy(struct siwarp_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    swp_mem_fini(ctx);
+    close(ctx->kickfd);
+    close(ctx->epfd);
+    pthread_mutex_destroy(&ctx->lock);
+    free(ctx);
+}
+
+void siwarp_conn_param_default(struct siwarp_conn_param *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->mpa_rev = 2;
+    p->crc = 1;
+    p->p2p = 1;
+    p->rtr = SIWARP_RTR_READ | SIWARP_RTR_WRITE;
+    p->ird = 16;
+    p->ord = 16;
+    p->v1_fallback = 1;
+    p->markers_fallback = 1;
+    p->timeout_ms = 10000;
+}
+
+static int swp_check_send_wr(struct siwarp_qp *qp, const struct siwarp_send_wr *wr)
+{
+    if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->init.max_sge || (wr->num_sge && !wr->sg_list))
+        return -EINVAL;
+    if ((unsigned)wr->opcode > SIWARP_WR_READ)
+        return -EINVAL;
+    /* one sink buffer per Read: the Read Request names one STag (RFC 5040 4.4) */
+    if (wr->opcode == SIWARP_WR_READ && wr->num_sge > 1)
+        return -EINVAL;
+    if (wr->opcode == SIWARP_WR_READ && (wr->send_flags & SIWARP_SEND_INLINE))
+        return -EINVAL;
+    return 0;
+}
+
+static int swp_post_one_send(struct siwarp_qp *qp, const struct siwarp_send_wr *wr)
+{
+    struct swp_swqe *w;
+    uint64_t len = 0;
+    int rc = swp_check_send_wr(qp, wr);
+
+    if (rc < 0)
+        return rc;
+    if (swp_ring_count(&qp->sqr) > qp->sqr.mask)
+        return -ENOMEM;
+    for (int i = 0; i < wr->num_sge; i++)
+        len += wr->sg_list[i].length;
+    /* RDMAP carries a 32-bit Read size and DDP a 32-bit message offset */
+    if (len > UINT32_MAX)
+        return -EMSGSIZE;
+    if ((wr->send_flags & SIWARP_SEND_INLINE) && len > qp->init.max_inline)
+        return -EINVAL;
+    if (!(wr->send_flags & SIWARP_SEND_INLINE)) {
+        int access = wr->opcode == SIWARP_WR_READ ? SIWARP_ACCESS_LOCAL_WRITE : 0;
+        for (int i = 0; i < wr->num_sge; i++) {
+            if (wr->sg_list[i].length == 0)
+                continue;
+            rc = swp_mem_check_local(qp->ctx, qp->pd, &wr->sg_list[i], access);
+            if (rc < 0)
+                return rc;
+        }
+    }
+    w = &qp->sq[qp->sqr.tail & qp->sqr.mask];
+    memset(w, 0, sizeof(*w));
+    w->wr_id = wr->wr_id;
+    w->opcode = wr->opcode;
+    w->flags = wr->send_flags;
+    w->inv_stag = wr->invalidate_stag;
+    w->raddr = wr->rdma.remote_addr;
+    w->rkey = wr->rdma.rkey;
+    w->len = len;
+    w->num_sge = (uint32_t)wr->num_sge;
+    memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(w->sge[0]));
+    if (wr->send_flags & SIWARP_SEND_INLINE) {
+        uint64_t off = 0;
+        w->inline_buf = malloc(len ? len : 1);
+        if (!w->inline_buf)
+            return -ENOMEM;
+        for (int i = 0; i < wr->num_sge; i++) {
+            memcpy(w->inline_buf + off, wr->sg_list[i].addr, wr->sg_list[i].length);
+            off += wr->sg_list[i].length;
+        }
+    }
+    qp->sqr.tail++;
+    return 0;
+}
+
+int siwarp_post_send(struct siwarp_qp *qp, struct siwarp_send_wr *wr,
+                     struct siwarp_send_wr **bad_wr)
+{
+    int rc = 0;
+
+    if (!qp || !wr)
+        return -EINVAL;
+    swp_lock(qp->ctx);
+    for (; wr; wr = wr->next) {
+        rc = swp_post_one_send(qp, wr);
+        if (rc < 0) {
+            if (bad_wr)
+                *bad_wr = wr;
+            break;
+        }
+    }
+    if (qp->state == SIWARP_QPS_RTS || qp->state == SIWARP_QPS_CLOSING)
+        swp_tx_progress(qp);
+    else if (qp->state == SIWARP_QPS_ERROR)
+        swp_qp_flush(qp);     /* verbs: work posted in ERROR completes flushed */
+    swp_unlock(qp->ctx);
+    return rc;
+}
+
+int siwarp_post_recv(struct siwarp_qp *qp, struct siwarp_recv_wr *wr,
+                     struct siwarp_recv_wr **bad_wr)
+{
+    int rc = 0;
+
+    if (!qp || !wr)
+        return -EINVAL;
+    swp_lock(qp->ctx);
+    for (; wr; wr = wr->next) {
+        struct swp_rwqe *w;
+        uint64_t len = 0;
+
+        rc = -EINVAL;
+        if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->init.max_sge ||
+            (wr->num_sge && !wr->sg_list))
+            goto bad;
+        rc = -ENOMEM;
+        if (swp_ring_count(&qp->rqr) > qp->rqr.mask)
+            goto bad;
+        for (int i = 0; i < wr->num_sge; i++) {
+            len += wr->sg_list[i].length;
+            if (wr->sg_list[i].length &&
+                (rc = swp_mem_check_local(qp->ctx, qp->pd, &wr->sg_list[i],
+                                          SIWARP_ACCESS_LOCAL_WRITE)) < 0)
+                goto bad;
+        }
+        rc = -EMSGSIZE;
+        if (len > UINT32_MAX)
+            goto bad;
+        w = &qp->rq[qp->rqr.tail & qp->rqr.mask];
+        w->wr_id = wr->wr_id;
+        w->num_sge = (uint32_t)wr->num_sge;
+        w->len = len;
+        memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(w->sge[0]));
+        qp->rqr.tail++;
+        rc = 0;
+        continue;
+bad:
+        if (bad_wr)
+            *bad_wr = wr;
+        break;
+    }
+    if (qp->state == SIWARP_QPS_ERROR)
+        swp_qp_flush(qp);
+    swp_unlock(qp->ctx);
+    return rc;
+}
