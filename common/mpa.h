@@ -104,4 +104,18 @@ int swp_mpa_nego_initiator(const struct siwarp_conn_param *sent,
 /* conn_param with library defaults filled in for zero fields. */
 void swp_mpa_param_fixup(struct siwarp_conn_param *p);
 
+/* ---- connection manager internals shared by cm.c and cm_listen.c ------------ */
+
+struct sockaddr_storage;
+/* "192.0.2.1:7174" or "[2001:db8::1]:7174" */
+const char *swp_cm_addr_str(const struct sockaddr *sa, char *buf, size_t len);
+/* Responder: take over the accepted socket `fd` for `qp` (IDLE, nego
+ * already filled), send the Reply frame `rep` and go to RTS once it has
+ * left.  On failure the QP goes to ERROR; fd is always consumed. */
+int swp_cm_start_reply(struct siwarp_qp *qp, int fd, const struct sockaddr *peer,
+                       socklen_t peer_len, const uint8_t *rep, uint32_t rep_len,
+                       int timeout_ms);
+/* TCP_MAXSEG of a connected socket, or a default. */
+uint32_t swp_cm_mss(int fd);
+
 #endif /* SWP_MPA_H */

@@ -4,7 +4,14 @@
  * manager against raw-socket peers.
  */
 #include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "mpa.h"
@@ -613,6 +620,486 @@ TEST(marker_positions)
     ASSERT_EQ(swp_mpa_marker_next(512), 512);
     ASSERT_EQ(swp_mpa_marker_next(513), 1024);
     ASSERT_EQ(swp_mpa_marker_next(0x100000000ull + 1), 0x100000200ull);
+}
+
+/* ---- the connection manager over real sockets ---------------------------------------- */
+
+struct env {
+    struct siwarp_ctx *ctx;
+    struct siwarp_pd *pd;
+    struct siwarp_cq *cq;
+};
+
+static void env_init(struct env *e)
+{
+    ASSERT_OK(siwarp_ctx_create(&e->ctx));
+    ASSERT_OK(siwarp_alloc_pd(e->ctx, &e->pd));
+    ASSERT_OK(siwarp_create_cq(e->ctx, 64, &e->cq));
+}
+
+static struct siwarp_qp *env_qp(struct env *e)
+{
+    struct siwarp_qp_init_attr a;
+    struct siwarp_qp *qp;
+
+    memset(&a, 0, sizeof(a));
+    a.send_cq = a.recv_cq = e->cq;
+    a.max_send_wr = a.max_recv_wr = 8;
+    a.max_sge = 1;
+    ASSERT_OK(siwarp_create_qp(e->pd, &a, &qp));
+    return qp;
+}
+
+static struct sockaddr_in loopback(uint16_t port)
+{
+    struct sockaddr_in sin;
+
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sin.sin_port = htons(port);
+    return sin;
+}
+
+static struct siwarp_listener *listen_lo(struct env *e, int timeout_ms, struct sockaddr_in *bound)
+{
+    struct siwarp_conn_param p;
+    struct siwarp_listener *l;
+    struct sockaddr_in sin = loopback(0);
+    struct sockaddr_storage ss;
+
+    siwarp_conn_param_default(&p);
+    p.crc = 0;
+    p.timeout_ms = timeout_ms;
+    ASSERT_OK(siwarp_listen(e->ctx, (struct sockaddr *)&sin, sizeof(sin), &p, &l));
+    ASSERT_OK(siwarp_listener_addr(l, &ss));
+    memcpy(bound, &ss, sizeof(*bound));
+    return l;
+}
+
+static int raw_connect(const struct sockaddr_in *to)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    ASSERT(fd >= 0);
+    ASSERT_OK(connect(fd, (const struct sockaddr *)to, sizeof(*to)));
+    return fd;
+}
+
+/* Progress ctx until fd reads EOF / reset (1) or the time runs out (0). */
+static int wait_closed(struct env *e, int fd, int ms)
+{
+    uint64_t end = swp_now_ns() + (uint64_t)ms * 1000000ull;
+    char b[64];
+
+    while (swp_now_ns() < end) {
+        ssize_t n;
+
+        siwarp_wait(e->ctx, 20);
+        n = recv(fd, b, sizeof(b), MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno == ECONNRESET))
+            return 1;
+    }
+    return 0;
+}
+
+static void read_full(int fd, uint8_t *b, size_t n)
+{
+    size_t got = 0;
+
+    while (got < n) {
+        ssize_t r = recv(fd, b + got, n - got, 0);
+        ASSERT(r > 0);
+        got += (size_t)r;
+    }
+}
+
+TEST(listener_drops_silent_peer_serves_healthy)
+{
+    struct env e;
+    struct sockaddr_in at;
+    struct siwarp_listener *l;
+    struct siwarp_conn_req *req;
+    struct siwarp_conn_param rp;
+    struct siwarp_qp *qp;
+    struct siwarp_qp_attr qa;
+    uint8_t rep[24];
+    int silent, half, good;
+    uint64_t t0;
+
+    env_init(&e);
+    l = listen_lo(&e, 400, &at);
+    silent = raw_connect(&at);
+    half = raw_connect(&at);
+    ASSERT_EQ(send(half, siw_req, 10, 0), 10);      /* half a header, then nothing */
+    good = raw_connect(&at);
+    t0 = swp_now_ns();
+    ASSERT_EQ(send(good, siw_req, 12, 0), 12);      /* split across two segments */
+    siwarp_progress(e.ctx);
+    ASSERT_EQ(send(good, siw_req + 12, sizeof(siw_req) - 12, 0), (ssize_t)sizeof(siw_req) - 12);
+    ASSERT_OK(siwarp_get_conn_request_wait(l, 2000, &req));
+    ASSERT(swp_now_ns() - t0 < 300000000ull);       /* not held up by the others */
+    ASSERT_OK(siwarp_conn_req_param(req, &rp, NULL));
+    ASSERT_EQ(rp.mpa_rev, 2);
+    ASSERT_EQ(rp.ird, 1);
+    qp = env_qp(&e);
+    ASSERT_OK(siwarp_accept(req, qp, NULL));
+    read_full(good, rep, sizeof(rep));
+    ASSERT_MEM_EQ(rep, SWP_MPA_KEY_REP, 16);
+    ASSERT_EQ(rep[17], 2);
+    ASSERT_OK(siwarp_query_qp(qp, &qa));
+    ASSERT_EQ(qa.state, SIWARP_QPS_RTS);
+    ASSERT_EQ(qa.mpa_rev, 2);
+    ASSERT_EQ(qa.ord, 1);                           /* min(16, siw IRD 1) */
+
+    /* the silent and the half-header peers go after the 400 ms timeout */
+    ASSERT(wait_closed(&e, silent, 2000));
+    ASSERT(wait_closed(&e, half, 500));
+    ASSERT(swp_now_ns() - t0 >= 350000000ull);
+    close(silent);
+    close(half);
+    close(good);
+    siwarp_listener_destroy(l);
+}
+
+static void bad_request_closed(const uint8_t *f, size_t n, bool want_reject)
+{
+    struct env e;
+    struct sockaddr_in at;
+    struct siwarp_listener *l;
+    struct siwarp_conn_req *req;
+    uint8_t rep[64];
+    int fd;
+
+    env_init(&e);
+    l = listen_lo(&e, 5000, &at);
+    fd = raw_connect(&at);
+    ASSERT_EQ(send(fd, f, n, 0), (ssize_t)n);
+    if (want_reject) {
+        struct swp_mpa_rr_info ri;
+        ssize_t r;
+
+        for (int i = 0; i < 100; i++) {
+            siwarp_wait(e.ctx, 10);
+            r = recv(fd, rep, sizeof(rep), MSG_DONTWAIT | MSG_PEEK);
+            if (r >= 20)
+                break;
+        }
+        r = recv(fd, rep, sizeof(rep), 0);
+        ASSERT(r >= 20);
+        ASSERT_OK(swp_mpa_parse_rr(rep, (size_t)r, true, &ri));
+        ASSERT(ri.reject);
+    }
+    ASSERT(wait_closed(&e, fd, 1000));              /* long before the 5 s timeout */
+    ASSERT_EQ(siwarp_get_conn_request(l, &req), -EAGAIN);
+    close(fd);
+    /* and the listener still serves */
+    fd = raw_connect(&at);
+    ASSERT_EQ(send(fd, siw_req, sizeof(siw_req), 0), (ssize_t)sizeof(siw_req));
+    ASSERT_OK(siwarp_get_conn_request_wait(l, 2000, &req));
+    ASSERT_OK(siwarp_reject(req, "busy", 4));
+    {
+        struct swp_mpa_rr_info ri;
+        uint8_t b[64];
+        ssize_t r;
+
+        read_full(fd, b, 20);
+        r = recv(fd, b + 20, sizeof(b) - 20, MSG_WAITALL);
+        ASSERT(r == 8);
+        ASSERT_OK(swp_mpa_parse_rr(b, 28, true, &ri));
+        ASSERT(ri.reject);
+        ASSERT_EQ(ri.pd_len, 4);
+        ASSERT_MEM_EQ(ri.pd, "busy", 4);
+    }
+    close(fd);
+    siwarp_listener_destroy(l);
+}
+
+TEST(listener_closes_garbage_key)
+{
+    uint8_t f[24];
+
+    memcpy(f, siw_req, sizeof(f));
+    memcpy(f, "GET / HTTP/1.1\r\n", 16);
+    bad_request_closed(f, sizeof(f), false);
+}
+
+TEST(listener_closes_pd_len_1000)
+{
+    uint8_t f[20];
+
+    frame(f, SWP_MPA_KEY_REQ, SWP_MPA_FLAG_ENH, 2, 1000);
+    bad_request_closed(f, sizeof(f), false);
+}
+
+TEST(listener_closes_rev3)
+{
+    uint8_t f[24];
+
+    memcpy(f, siw_req, sizeof(f));
+    f[17] = 3;
+    bad_request_closed(f, sizeof(f), false);
+}
+
+TEST(listener_rejects_enhanced_without_block)
+{
+    uint8_t f[22];
+
+    memset(f, 0, sizeof(f));
+    frame(f, SWP_MPA_KEY_REQ, SWP_MPA_FLAG_ENH, 2, 2);
+    bad_request_closed(f, sizeof(f), true);
+}
+
+/* A raw TCP responder run in a thread: reads a Request, answers per mode. */
+enum raw_mode { RAW_REJECT, RAW_SILENT, RAW_V1_ONLY, RAW_SIW_P2P };
+
+struct raw_srv {
+    int lfd;
+    struct sockaddr_in at;
+    enum raw_mode mode;
+    int requests;
+    uint8_t last_req_flags, last_req_rev;
+    pthread_t th;
+};
+
+static int raw_read_req(int fd, uint8_t *b)
+{
+    size_t got = 0, want = 20;
+
+    while (got < want) {
+        ssize_t r = recv(fd, b + got, want - got, 0);
+        if (r <= 0)
+            return -1;
+        got += (size_t)r;
+        if (got == 20)
+            want = 20 + swp_get16(b + 18);
+    }
+    return (int)got;
+}
+
+static void *raw_srv_main(void *arg)
+{
+    struct raw_srv *s = arg;
+
+    for (;;) {
+        uint8_t b[SWP_MPA_RR_MAX_LEN], out[SWP_MPA_RR_MAX_LEN];
+        int fd = accept(s->lfd, NULL, NULL), n = 0;
+
+        if (fd < 0)
+            return NULL;
+        if (raw_read_req(fd, b) < 0) {
+            close(fd);
+            continue;
+        }
+        s->requests++;
+        s->last_req_flags = b[16];
+        s->last_req_rev = b[17];
+        switch (s->mode) {
+        case RAW_REJECT:
+            n = swp_mpa_build_rr(out, sizeof(out), true, b[17], SWP_MPA_FLAG_R | SWP_MPA_FLAG_ENH,
+                                 0, 0, "go away", 7);
+            break;
+        case RAW_SILENT:
+            pause();
+            break;
+        case RAW_V1_ONLY:
+            if (b[17] != 1) {           /* RFC 5044 7.1: close on a foreign revision */
+                close(fd);
+                continue;
+            }
+            n = swp_mpa_build_rr(out, sizeof(out), true, 1, 0, 0, 0, NULL, 0);
+            break;
+        case RAW_SIW_P2P:
+            /* siw echoes the flags and picks Write */
+            n = swp_mpa_build_rr(out, sizeof(out), true, 2, b[16],
+                                 SWP_MPA_V2_IRD_P2P | 1, SWP_MPA_V2_ORD_WRITE_RTR | 1, NULL, 0);
+            break;
+        }
+        ASSERT(n > 0);
+        ASSERT_EQ(send(fd, out, (size_t)n, MSG_NOSIGNAL), n);
+        if (s->mode == RAW_SIW_P2P) {
+            /* expect the RTR: a zero-length RDMA Write FPDU */
+            uint8_t f[2 + 14 + 4];
+            size_t got = 0;
+            while (got < sizeof(f)) {
+                ssize_t r = recv(fd, f + got, sizeof(f) - got, 0);
+                if (r <= 0)
+                    break;
+                got += (size_t)r;
+            }
+            s->requests += (got == sizeof(f) && swp_get16(f) == 14 &&
+                            (f[3] & 0x0f) == SWP_OP_WRITE) ? 100 : 0;
+        }
+        shutdown(fd, SHUT_WR);
+        sleep(1);
+        close(fd);
+    }
+}
+
+static void raw_srv_start(struct raw_srv *s, enum raw_mode mode)
+{
+    socklen_t sl = sizeof(s->at);
+
+    memset(s, 0, sizeof(*s));
+    s->mode = mode;
+    s->at = loopback(0);
+    s->lfd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT(s->lfd >= 0);
+    ASSERT_OK(bind(s->lfd, (struct sockaddr *)&s->at, sizeof(s->at)));
+    ASSERT_OK(listen(s->lfd, 8));
+    ASSERT_OK(getsockname(s->lfd, (struct sockaddr *)&s->at, &sl));
+    ASSERT_OK(pthread_create(&s->th, NULL, raw_srv_main, s));
+}
+
+static int connect_to(struct env *e, struct siwarp_qp *qp, struct raw_srv *s,
+                      struct siwarp_conn_param *p)
+{
+    ASSERT_OK(siwarp_connect(qp, (struct sockaddr *)&s->at, sizeof(s->at), p));
+    return siwarp_connect_wait(qp, 5000);
+    (void)e;
+}
+
+TEST(connect_reject_reply)
+{
+    struct env e;
+    struct raw_srv s;
+    struct siwarp_qp *qp;
+    struct siwarp_qp_attr qa;
+    struct siwarp_conn_param p;
+    char port[16];
+
+    env_init(&e);
+    raw_srv_start(&s, RAW_REJECT);
+    qp = env_qp(&e);
+    siwarp_conn_param_default(&p);
+    ASSERT_EQ(connect_to(&e, qp, &s, &p), -ECONNREFUSED);
+    ASSERT_OK(siwarp_query_qp(qp, &qa));
+    ASSERT_EQ(qa.state, SIWARP_QPS_ERROR);
+    ASSERT_EQ(qa.error, -ECONNREFUSED);
+    snprintf(port, sizeof(port), ":%u", ntohs(s.at.sin_port));
+    ASSERT(strstr(qa.error_str, "127.0.0.1") && strstr(qa.error_str, port));
+    ASSERT(strstr(qa.error_str, "Reject"));
+    ASSERT_EQ(s.requests, 1);
+}
+
+TEST(connect_timeout_silent_responder)
+{
+    struct env e;
+    struct raw_srv s;
+    struct siwarp_qp *qp;
+    struct siwarp_qp_attr qa;
+    struct siwarp_conn_param p;
+    uint64_t t0 = swp_now_ns();
+
+    env_init(&e);
+    raw_srv_start(&s, RAW_SILENT);
+    qp = env_qp(&e);
+    siwarp_conn_param_default(&p);
+    p.timeout_ms = 300;
+    ASSERT_EQ(connect_to(&e, qp, &s, &p), -ETIMEDOUT);
+    ASSERT(swp_now_ns() - t0 >= 250000000ull);
+    ASSERT_OK(siwarp_query_qp(qp, &qa));
+    ASSERT(strstr(qa.error_str, "MPA Reply"));
+}
+
+TEST(connect_v1_fallback)
+{
+    struct env e;
+    struct raw_srv s;
+    struct siwarp_qp *qp;
+    struct siwarp_qp_attr qa;
+    struct siwarp_conn_param p;
+
+    env_init(&e);
+    raw_srv_start(&s, RAW_V1_ONLY);
+    qp = env_qp(&e);
+    siwarp_conn_param_default(&p);
+    p.crc = 0;
+    ASSERT_OK(connect_to(&e, qp, &s, &p));
+    ASSERT_OK(siwarp_query_qp(qp, &qa));
+    ASSERT_EQ(qa.mpa_rev, 1);
+    ASSERT_EQ(qa.p2p, 0);
+    ASSERT_EQ(s.requests, 2);          /* rev 2 closed by the peer, then rev 1 */
+    ASSERT_EQ(s.last_req_rev, 1);
+
+    /* without v1_fallback the same peer is a failure */
+    qp = env_qp(&e);
+    p.v1_fallback = 0;
+    ASSERT(connect_to(&e, qp, &s, &p) < 0);
+}
+
+TEST(connect_siw_style_p2p_write_rtr)
+{
+    struct env e;
+    struct raw_srv s;
+    struct siwarp_qp *qp;
+    struct siwarp_qp_attr qa;
+    struct siwarp_conn_param p;
+
+    env_init(&e);
+    raw_srv_start(&s, RAW_SIW_P2P);
+    qp = env_qp(&e);
+    siwarp_conn_param_default(&p);
+    p.crc = 0;
+    p.rtr = SIWARP_RTR_WRITE | SIWARP_RTR_READ;
+    ASSERT_OK(connect_to(&e, qp, &s, &p));
+    ASSERT_OK(siwarp_query_qp(qp, &qa));
+    ASSERT(qa.p2p);
+    ASSERT_EQ(qa.rtr, SIWARP_RTR_WRITE);
+    ASSERT_EQ(s.last_req_flags, SWP_MPA_FLAG_ENH);
+    /* the data path sends the zero-length Write RTR */
+    for (int i = 0; i < 100 && s.requests < 100; i++)
+        siwarp_wait(e.ctx, 10);
+    ASSERT_EQ(s.requests, 101);
+}
+
+TEST(connect_accept_siwarp_pair)
+{
+    struct env e;
+    struct sockaddr_in at;
+    struct siwarp_listener *l;
+    struct siwarp_conn_req *req;
+    struct siwarp_conn_param p, rp;
+    struct siwarp_qp *a, *b;
+    struct siwarp_qp_attr qa, qb;
+
+    env_init(&e);
+    l = listen_lo(&e, 2000, &at);
+    a = env_qp(&e);
+    b = env_qp(&e);
+    siwarp_conn_param_default(&p);
+    p.private_data = "from-a";
+    p.private_data_len = 6;
+    p.big_fpdu = 65535;
+    ASSERT_OK(siwarp_connect(a, (struct sockaddr *)&at, sizeof(at), &p));
+    ASSERT_OK(siwarp_get_conn_request_wait(l, 2000, &req));
+    ASSERT_OK(siwarp_conn_req_param(req, &rp, NULL));
+    ASSERT_EQ(rp.private_data_len, 6);
+    ASSERT_MEM_EQ(rp.private_data, "from-a", 6);
+    ASSERT_EQ(rp.big_fpdu, 65535);
+    siwarp_conn_param_default(&rp);
+    rp.crc = 0;
+    rp.big_fpdu = 32768;
+    rp.private_data = "from-b";
+    rp.private_data_len = 6;
+    ASSERT_OK(siwarp_accept(req, b, &rp));
+    ASSERT_OK(siwarp_connect_wait(a, 2000));
+    ASSERT_OK(siwarp_query_qp(a, &qa));
+    ASSERT_OK(siwarp_query_qp(b, &qb));
+    ASSERT_EQ(qa.state, SIWARP_QPS_RTS);
+    ASSERT_EQ(qb.state, SIWARP_QPS_RTS);
+    ASSERT(qa.crc && qb.crc);              /* a asked for CRC */
+    ASSERT(qa.p2p && qb.p2p);
+    ASSERT_EQ(qa.rtr, SIWARP_RTR_WRITE);   /* default offer Read+Write, responder prefers Write */
+    ASSERT_EQ(qb.rtr, SIWARP_RTR_WRITE);
+    ASSERT(qa.peer_is_siwarp && qb.peer_is_siwarp);
+    ASSERT_EQ(qa.mulpdu, 32768);
+    ASSERT_EQ(qb.mulpdu, 32768);
+    ASSERT_EQ(qa.peer_private_data_len, 6);
+    ASSERT_MEM_EQ(qa.peer_private_data, "from-b", 6);
+    ASSERT_EQ(qb.peer_private_data_len, 6);
+    ASSERT_MEM_EQ(qb.peer_private_data, "from-a", 6);
+    siwarp_listener_destroy(l);
 }
 
 SWP_TEST_MAIN()
