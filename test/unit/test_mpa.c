@@ -131,7 +131,10 @@ TEST(round_trip_with_private_data)
     ASSERT_EQ(swp_mpa_build_rr(out, sizeof(out), true, 2, SWP_MPA_FLAG_ENH, 0, 0, pd, 509),
               -EMSGSIZE);
     /* rev 1 has no block: 512 user bytes fit */
-    ASSERT_EQ(swp_mpa_build_rr(out, sizeof(out), false, 1, 0, 0, 0, out, 512), 532);
+    {
+        static const uint8_t zero[512];
+        ASSERT_EQ(swp_mpa_build_rr(out, sizeof(out), false, 1, 0, 0, 0, zero, 512), 532);
+    }
     /* rev 1 frame: no block */
     n = swp_mpa_build_rr(out, sizeof(out), false, 1, 0, 0, 0, "abc", 3);
     ASSERT_EQ(n, 23);
@@ -851,7 +854,7 @@ TEST(listener_rejects_enhanced_without_block)
 }
 
 /* A raw TCP responder run in a thread: reads a Request, answers per mode. */
-enum raw_mode { RAW_REJECT, RAW_SILENT, RAW_V1_ONLY, RAW_SIW_P2P };
+enum raw_mode { RAW_REJECT, RAW_SILENT, RAW_V1_ONLY, RAW_SIW_P2P, RAW_SIW_NO_MARKERS };
 
 struct raw_srv {
     int lfd;
@@ -908,6 +911,12 @@ static void *raw_srv_main(void *arg)
                 continue;
             }
             n = swp_mpa_build_rr(out, sizeof(out), true, 1, 0, 0, 0, NULL, 0);
+            break;
+        case RAW_SIW_NO_MARKERS:
+            /* siw answers a markers request with Reject; else echoes */
+            n = swp_mpa_build_rr(out, sizeof(out), true, 2,
+                                 (b[16] & SWP_MPA_FLAG_M) ? (uint8_t)(b[16] | SWP_MPA_FLAG_R) : b[16],
+                                 1, 1, NULL, 0);
             break;
         case RAW_SIW_P2P:
             /* siw echoes the flags and picks Write */
@@ -1026,6 +1035,66 @@ TEST(connect_v1_fallback)
     qp = env_qp(&e);
     p.v1_fallback = 0;
     ASSERT(connect_to(&e, qp, &s, &p) < 0);
+}
+
+TEST(connect_markers_fallback)
+{
+    struct env e;
+    struct raw_srv s;
+    struct siwarp_qp *qp;
+    struct siwarp_qp_attr qa;
+    struct siwarp_conn_param p;
+
+    env_init(&e);
+    raw_srv_start(&s, RAW_SIW_NO_MARKERS);
+    qp = env_qp(&e);
+    siwarp_conn_param_default(&p);
+    p.p2p = 0;
+    p.markers = 1;
+    ASSERT_OK(connect_to(&e, qp, &s, &p));
+    ASSERT_OK(siwarp_query_qp(qp, &qa));
+    ASSERT_EQ(qa.markers, 0);
+    ASSERT_EQ(qa.mpa_rev, 2);
+    ASSERT_EQ(s.requests, 2);
+    ASSERT_EQ(s.last_req_flags & SWP_MPA_FLAG_M, 0);
+
+    /* without markers_fallback: the Reject ends it */
+    qp = env_qp(&e);
+    p.markers_fallback = 0;
+    ASSERT_EQ(connect_to(&e, qp, &s, &p), -ECONNREFUSED);
+}
+
+TEST(connect_accept_ipv6)
+{
+    struct env e;
+    struct sockaddr_in6 sin6;
+    struct sockaddr_storage ss;
+    struct siwarp_listener *l;
+    struct siwarp_conn_req *req;
+    struct siwarp_qp *a, *b;
+    struct siwarp_qp_attr qa;
+    int probe = socket(AF_INET6, SOCK_STREAM, 0);
+
+    memset(&sin6, 0, sizeof(sin6));
+    sin6.sin6_family = AF_INET6;
+    sin6.sin6_addr = in6addr_loopback;
+    if (probe < 0 || bind(probe, (struct sockaddr *)&sin6, sizeof(sin6)) < 0)
+        SKIP("no IPv6 loopback");
+    close(probe);
+    env_init(&e);
+    ASSERT_OK(siwarp_listen(e.ctx, (struct sockaddr *)&sin6, sizeof(sin6), NULL, &l));
+    ASSERT_OK(siwarp_listener_addr(l, &ss));
+    ASSERT_EQ(ss.ss_family, AF_INET6);
+    a = env_qp(&e);
+    b = env_qp(&e);
+    ASSERT_OK(siwarp_connect(a, (struct sockaddr *)&ss, sizeof(struct sockaddr_in6), NULL));
+    ASSERT_OK(siwarp_get_conn_request_wait(l, 2000, &req));
+    ASSERT_OK(siwarp_accept(req, b, NULL));
+    ASSERT_OK(siwarp_connect_wait(a, 2000));
+    ASSERT_OK(siwarp_query_qp(a, &qa));
+    ASSERT_EQ(qa.state, SIWARP_QPS_RTS);
+    ASSERT_EQ(qa.peer.ss_family, AF_INET6);
+    siwarp_listener_destroy(l);
 }
 
 TEST(connect_siw_style_p2p_write_rtr)
