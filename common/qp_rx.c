@@ -397,20 +397,31 @@ static int rx_fatal(struct siwarp_qp *qp, uint32_t term, const char *what)
     return -EPROTO;
 }
 
-/* Called whenever the header buffer reaches hdr_want bytes. */
+/* Called whenever the header buffer reaches hdr_want bytes.  Three steps:
+ * ULPDU_Length + control (4 bytes), then the DDP header the T flag implies
+ * (so a Terminate can copy it, RFC 5040 4.8), then the opcode's full header. */
 static int rx_hdr_step(struct siwarp_qp *qp)
 {
     struct swp_rx *rx = &qp->rx;
     const struct swp_ctrl *c = (const struct swp_ctrl *)(rx->hdr + SWP_MPA_HDR_LEN);
     uint32_t term, hdr_len;
 
-    if (rx->hdr_want == SWP_RX_HDR_MIN) {
+    if (rx->hdr_phase == 0) {
         rx->ulpdu_len = swp_get16(rx->hdr);
         /* RFC 5044 4.1: the ULPDU must hold a DDP header and may not exceed
          * what this end can take */
         if (rx->ulpdu_len < sizeof(struct swp_ctrl) || rx->ulpdu_len > qp->nego.max_rx_ulpdu)
             return rx_fatal(qp, SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_CATASTROPHIC,
                                          SWP_DDP_EC_CATASTROPHIC), "an FPDU with a bad ULPDU length");
+        rx->hdr_phase = 1;
+        hdr_len = swp_ctrl_tagged(c) ? SWP_HDR_TAGGED : SWP_HDR_UNTAGGED;
+        if (rx->ulpdu_len >= hdr_len) {
+            rx->hdr_want = SWP_MPA_HDR_LEN + hdr_len;
+            if (rx->hdr_got < rx->hdr_want)
+                return 0;
+        }
+    }
+    if (rx->hdr_phase == 1) {
         term = swp_ddp_check_ctrl(c);
         if (term)
             return rx_fatal(qp, term, "a bad DDP/RDMAP control field");
@@ -420,6 +431,7 @@ static int rx_hdr_step(struct siwarp_qp *qp)
         if (rx->ulpdu_len < hdr_len)
             return rx_fatal(qp, SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_CATASTROPHIC,
                                          SWP_DDP_EC_CATASTROPHIC), "an FPDU shorter than its header");
+        rx->hdr_phase = 2;
         rx->hdr_want = SWP_MPA_HDR_LEN + hdr_len;
         if (rx->hdr_got < rx->hdr_want)
             return 0;
@@ -456,6 +468,7 @@ static int rx_fpdu_done(struct siwarp_qp *qp)
     }
     rx->state = SWP_RX_HDR;
     rx->hdr_got = 0;
+    rx->hdr_phase = 0;
     rx->hdr_want = SWP_RX_HDR_MIN;
     rx_ops[rx->op].done(qp);
     return 0;

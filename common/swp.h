@@ -236,6 +236,7 @@ struct swp_rx {
     uint32_t buf_size, buf_head, buf_tail;
     uint8_t hdr[SWP_MPA_HDR_LEN + SWP_HDR_MAX];
     uint32_t hdr_got, hdr_want;
+    int hdr_phase;                   /* 0: length+ctrl, 1: DDP header, 2: full */
     uint32_t ulpdu_len;
     uint32_t payload_left;
     uint8_t *place;                  /* where the next payload byte goes, or NULL */

@@ -34,3 +34,9 @@ TESTS += test/unit/test_crc32c
 test_unit_test_crc32c_SOURCES = test/unit/test_crc32c.c
 
 EXTRA_DIST += test/run-tests.sh
+check_PROGRAMS += test/unit/test_datapath
+TESTS += test/unit/test_datapath
+test_unit_test_datapath_SOURCES = test/unit/test_datapath.c
+check_PROGRAMS += test/unit/test_rx_errors
+TESTS += test/unit/test_rx_errors
+test_unit_test_rx_errors_SOURCES = test/unit/test_rx_errors.c

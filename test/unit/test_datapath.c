@@ -1,0 +1,354 @@
+/*
+ * test_datapath.c - the QP data path (qp_tx.c, qp_rx.c, mem.c) driven over
+ * a socketpair, without MPA setup: two siwarp QPs talking to each other in
+ * every framing mode, and a raw peer that sends hand-built (and broken)
+ * FPDUs and reads the Terminate that must come back.
+ */
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "swp.h"
+
+struct pair {
+    struct siwarp_ctx *ctx;
+    struct siwarp_pd *pd;
+    struct siwarp_cq *cq[2];
+    struct siwarp_qp *qp[2];
+    int fd[2];
+};
+
+static struct swp_nego nego_default(bool crc, bool markers)
+{
+    struct swp_nego n;
+    memset(&n, 0, sizeof(n));
+    n.mpa_rev = 2;
+    n.crc = crc;
+    n.markers = markers;
+    n.ird = n.ord = 16;
+    n.mulpdu = 65000;
+    n.max_rx_ulpdu = 65535;
+    return n;
+}
+
+static void pair_make_qps(struct pair *p)
+{
+    struct siwarp_qp_init_attr a = { 0 };
+
+    ASSERT_OK(siwarp_ctx_create(&p->ctx));
+    ASSERT_OK(siwarp_alloc_pd(p->ctx, &p->pd));
+    for (int i = 0; i < 2; i++) {
+        ASSERT_OK(siwarp_create_cq(p->ctx, 4096, &p->cq[i]));
+        a.send_cq = a.recv_cq = p->cq[i];
+        a.max_send_wr = 512;
+        a.max_recv_wr = 512;
+        a.max_sge = 4;
+        a.max_inline = 256;
+        ASSERT_OK(siwarp_create_qp(p->pd, &a, &p->qp[i]));
+    }
+    ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, p->fd));
+}
+
+static void pair_setup(struct pair *p, struct swp_nego n)
+{
+    pair_make_qps(p);
+    n.initiator = true;
+    ASSERT_OK(swp_qp_attach_fd(p->qp[0], p->fd[0], &n));
+    n.initiator = false;
+    ASSERT_OK(swp_qp_attach_fd(p->qp[1], p->fd[1], &n));
+}
+
+/* Progress until cq has a completion; fail after ~10 s. */
+static struct siwarp_wc poll_wc(struct pair *p, int side)
+{
+    struct siwarp_wc wc;
+    for (int i = 0; i < 2000000; i++) {
+        int n = siwarp_poll_cq(p->cq[side], 1, &wc);
+        ASSERT(n >= 0);
+        if (n == 1)
+            return wc;
+        if (i > 1000)
+            siwarp_wait(p->ctx, 5);
+    }
+    FAIL("no completion on side %d", side);
+    return wc;
+}
+
+static void fill(uint8_t *b, size_t n, unsigned seed)
+{
+    uint32_t x = seed * 2654435761u + 1;
+    for (size_t i = 0; i < n; i++) {
+        x = x * 1103515245u + 12345u;
+        b[i] = (uint8_t)(x >> 16);
+    }
+}
+
+static struct siwarp_mr *reg(struct pair *p, void *b, size_t n, int acc)
+{
+    struct siwarp_mr *mr;
+    ASSERT_OK(siwarp_reg_mr(p->pd, b, n, acc, &mr));
+    return mr;
+}
+
+#define ACC_ALL (SIWARP_ACCESS_LOCAL_WRITE | SIWARP_ACCESS_REMOTE_WRITE | SIWARP_ACCESS_REMOTE_READ)
+
+static const size_t sizes[] = { 0, 1, 3, 4095, 4096, 65537, (1u << 20) + 7, 8u << 20 };
+
+static void run_send(struct swp_nego n)
+{
+    struct pair p;
+    pair_setup(&p, n);
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+        size_t sz = sizes[k];
+        uint8_t *s = malloc(sz + 1), *r = calloc(1, sz + 1);
+        struct siwarp_mr *ms = reg(&p, s, sz + 1, 0), *mr = reg(&p, r, sz + 1, ACC_ALL);
+        struct siwarp_sge ss = { s, (uint32_t)sz, siwarp_mr_stag(ms) };
+        struct siwarp_sge rs = { r, (uint32_t)sz + 1, siwarp_mr_stag(mr) };
+        struct siwarp_recv_wr rw = { .wr_id = 100 + k, .sg_list = &rs, .num_sge = 1 };
+        struct siwarp_send_wr sw = { .wr_id = k, .sg_list = &ss, .num_sge = 1,
+                                     .opcode = SIWARP_WR_SEND, .send_flags = SIWARP_SEND_SIGNALED };
+        fill(s, sz, (unsigned)k);
+        ASSERT_OK(siwarp_post_recv(p.qp[1], &rw, NULL));
+        ASSERT_OK(siwarp_post_send(p.qp[0], &sw, NULL));
+        struct siwarp_wc wc = poll_wc(&p, 1);
+        ASSERT_EQ(wc.status, SIWARP_WC_SUCCESS);
+        ASSERT_EQ(wc.opcode, SIWARP_WC_RECV);
+        ASSERT_EQ(wc.wr_id, 100 + k);
+        ASSERT_EQ(wc.byte_len, sz);
+        ASSERT_MEM_EQ(r, s, sz);
+        ASSERT_EQ(r[sz], 0);
+        wc = poll_wc(&p, 0);
+        ASSERT_EQ(wc.status, SIWARP_WC_SUCCESS);
+        ASSERT_EQ(wc.wr_id, k);
+        siwarp_dereg_mr(ms);
+        siwarp_dereg_mr(mr);
+        free(s);
+        free(r);
+    }
+}
+
+TEST(send_all_sizes_crc) { run_send(nego_default(true, false)); }
+TEST(send_all_sizes_nocrc) { run_send(nego_default(false, false)); }
+TEST(send_all_sizes_markers_crc) { run_send(nego_default(true, true)); }
+TEST(send_all_sizes_markers_nocrc) { run_send(nego_default(false, true)); }
+TEST(send_small_mulpdu)
+{
+    struct swp_nego n = nego_default(true, false);
+    n.mulpdu = 1448 - 8;     /* a veth path's MSS */
+    run_send(n);
+}
+
+static void run_rdma(struct swp_nego n, bool read)
+{
+    struct pair p;
+    pair_setup(&p, n);
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+        size_t sz = sizes[k];
+        /* Write: 0 -> 1.  Read: 0 reads from 1. */
+        uint8_t *loc = calloc(1, sz + 1), *rem = calloc(1, sz + 1);
+        struct siwarp_mr *ml = reg(&p, loc, sz + 1, ACC_ALL), *mr = reg(&p, rem, sz + 1, ACC_ALL);
+        struct siwarp_sge ls = { loc, (uint32_t)sz, siwarp_mr_stag(ml) };
+        struct siwarp_send_wr w = { .wr_id = k, .sg_list = &ls, .num_sge = 1,
+                                    .opcode = read ? SIWARP_WR_READ : SIWARP_WR_WRITE,
+                                    .send_flags = SIWARP_SEND_SIGNALED };
+        w.rdma.remote_addr = (uintptr_t)rem;
+        w.rdma.rkey = siwarp_mr_stag(mr);
+        fill(read ? rem : loc, sz, (unsigned)k + 7);
+        ASSERT_OK(siwarp_post_send(p.qp[0], &w, NULL));
+        struct siwarp_wc wc = poll_wc(&p, 0);
+        ASSERT_EQ(wc.status, SIWARP_WC_SUCCESS);
+        ASSERT_EQ(wc.opcode, read ? SIWARP_WC_READ : SIWARP_WC_WRITE);
+        if (!read) {
+            /* ordering: a Send after the Write arrives after its data */
+            uint8_t tok = 0;
+            struct siwarp_mr *mt = reg(&p, &tok, 1, ACC_ALL);
+            struct siwarp_sge ts = { &tok, 1, siwarp_mr_stag(mt) };
+            struct siwarp_recv_wr rw = { .wr_id = 9, .sg_list = &ts, .num_sge = 1 };
+            struct siwarp_send_wr sw = { .wr_id = 10, .opcode = SIWARP_WR_SEND };
+            ASSERT_OK(siwarp_post_recv(p.qp[1], &rw, NULL));
+            ASSERT_OK(siwarp_post_send(p.qp[0], &sw, NULL));
+            wc = poll_wc(&p, 1);
+            ASSERT_EQ(wc.status, SIWARP_WC_SUCCESS);
+            siwarp_dereg_mr(mt);
+        }
+        ASSERT_MEM_EQ(loc, rem, sz);
+        ASSERT_EQ(loc[sz], 0);
+        ASSERT_EQ(rem[sz], 0);
+        siwarp_dereg_mr(ml);
+        siwarp_dereg_mr(mr);
+        free(loc);
+        free(rem);
+    }
+}
+
+TEST(write_all_sizes_crc) { run_rdma(nego_default(true, false), false); }
+TEST(write_all_sizes_markers) { run_rdma(nego_default(true, true), false); }
+TEST(read_all_sizes_crc) { run_rdma(nego_default(true, false), true); }
+TEST(read_all_sizes_nocrc_markers) { run_rdma(nego_default(false, true), true); }
+
+static void run_p2p(int rtr)
+{
+    struct swp_nego n = nego_default(true, false);
+    n.p2p = true;
+    n.rtr = rtr;
+    run_rdma(n, true);
+    run_send(n);
+}
+TEST(p2p_read_rtr) { run_p2p(SIWARP_RTR_READ); }
+TEST(p2p_write_rtr) { run_p2p(SIWARP_RTR_WRITE); }
+TEST(p2p_send_rtr) { run_p2p(SIWARP_RTR_SEND); }
+
+TEST(sgl_send_and_inline)
+{
+    struct pair p;
+    uint8_t a[100], b[5000], c[1], r1[3000], r2[3000];
+    pair_setup(&p, nego_default(true, false));
+    fill(a, sizeof(a), 1);
+    fill(b, sizeof(b), 2);
+    c[0] = 0x5a;
+    struct siwarp_mr *m = reg(&p, a, sizeof(a), 0), *mb = reg(&p, b, sizeof(b), 0);
+    struct siwarp_mr *mc = reg(&p, c, 1, 0), *m1 = reg(&p, r1, sizeof(r1), ACC_ALL);
+    struct siwarp_mr *m2 = reg(&p, r2, sizeof(r2), ACC_ALL);
+    struct siwarp_sge sg[3] = { { a, 100, siwarp_mr_stag(m) }, { b, 5000, siwarp_mr_stag(mb) },
+                                { c, 1, siwarp_mr_stag(mc) } };
+    struct siwarp_sge rg[2] = { { r1, 3000, siwarp_mr_stag(m1) }, { r2, 3000, siwarp_mr_stag(m2) } };
+    struct siwarp_recv_wr rw = { .wr_id = 1, .sg_list = rg, .num_sge = 2 };
+    struct siwarp_send_wr sw = { .wr_id = 2, .sg_list = sg, .num_sge = 3, .opcode = SIWARP_WR_SEND_SE };
+    ASSERT_OK(siwarp_post_recv(p.qp[1], &rw, NULL));
+    ASSERT_OK(siwarp_post_send(p.qp[0], &sw, NULL));
+    struct siwarp_wc wc = poll_wc(&p, 1);
+    ASSERT_EQ(wc.byte_len, 5101);
+    ASSERT(wc.wc_flags & SIWARP_WC_SOLICITED);
+    ASSERT_MEM_EQ(r1, a, 100);
+    ASSERT_MEM_EQ(r1 + 100, b, 2900);
+    ASSERT_MEM_EQ(r2, b + 2900, 2100);
+    ASSERT_EQ(r2[2100], 0x5a);
+    /* inline: the buffer may change right after post */
+    uint8_t msg[64];
+    fill(msg, sizeof(msg), 9);
+    uint8_t want[64];
+    memcpy(want, msg, 64);
+    struct siwarp_sge is = { msg, 64, 0 };
+    struct siwarp_send_wr iw = { .wr_id = 3, .sg_list = &is, .num_sge = 1, .opcode = SIWARP_WR_SEND,
+                                 .send_flags = SIWARP_SEND_INLINE | SIWARP_SEND_SIGNALED };
+    struct siwarp_recv_wr rw2 = { .wr_id = 4, .sg_list = rg, .num_sge = 1 };
+    ASSERT_OK(siwarp_post_recv(p.qp[1], &rw2, NULL));
+    ASSERT_OK(siwarp_post_send(p.qp[0], &iw, NULL));
+    memset(msg, 0, sizeof(msg));
+    wc = poll_wc(&p, 1);
+    ASSERT_EQ(wc.byte_len, 64);
+    ASSERT_MEM_EQ(r1, want, 64);
+}
+
+TEST(send_with_invalidate)
+{
+    struct pair p;
+    uint8_t buf[4096], dst[64];
+    pair_setup(&p, nego_default(true, false));
+    struct siwarp_mr *target = reg(&p, buf, sizeof(buf), ACC_ALL);
+    struct siwarp_mr *md = reg(&p, dst, sizeof(dst), ACC_ALL);
+    struct siwarp_sge rs = { dst, sizeof(dst), siwarp_mr_stag(md) };
+    struct siwarp_recv_wr rw = { .wr_id = 1, .sg_list = &rs, .num_sge = 1 };
+    struct siwarp_send_wr sw = { .wr_id = 2, .opcode = SIWARP_WR_SEND_SE_INV,
+                                 .invalidate_stag = siwarp_mr_stag(target) };
+    ASSERT_OK(siwarp_post_recv(p.qp[1], &rw, NULL));
+    ASSERT_OK(siwarp_post_send(p.qp[0], &sw, NULL));
+    struct siwarp_wc wc = poll_wc(&p, 1);
+    ASSERT_EQ(wc.status, SIWARP_WC_SUCCESS);
+    ASSERT(wc.wc_flags & SIWARP_WC_WITH_INV);
+    ASSERT(wc.wc_flags & SIWARP_WC_SOLICITED);
+    ASSERT_EQ(wc.invalidated_stag, siwarp_mr_stag(target));
+    /* a Write to the invalidated STag is refused with DDP "invalid STag" */
+    uint8_t src[16] = { 1 };
+    struct siwarp_mr *ms = reg(&p, src, sizeof(src), 0);
+    struct siwarp_sge ss = { src, sizeof(src), siwarp_mr_stag(ms) };
+    struct siwarp_send_wr ww = { .wr_id = 3, .sg_list = &ss, .num_sge = 1, .opcode = SIWARP_WR_WRITE,
+                                 .send_flags = SIWARP_SEND_SIGNALED };
+    ww.rdma.remote_addr = (uintptr_t)buf;
+    ww.rdma.rkey = siwarp_mr_stag(target);
+    memset(buf, 0, sizeof(buf));
+    ASSERT_OK(siwarp_post_send(p.qp[0], &ww, NULL));
+    struct siwarp_qp_attr at;
+    for (int i = 0; i < 2000; i++) {
+        siwarp_wait(p.ctx, 5);
+        siwarp_query_qp(p.qp[0], &at);
+        if (at.state == SIWARP_QPS_ERROR)
+            break;
+    }
+    ASSERT_EQ(at.state, SIWARP_QPS_ERROR);
+    ASSERT_EQ(at.term_recv, SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_TAGGED, SWP_DDP_EC_T_INV_STAG));
+    siwarp_query_qp(p.qp[1], &at);
+    ASSERT_EQ(at.state, SIWARP_QPS_ERROR);
+    ASSERT_EQ(at.term_sent, SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_TAGGED, SWP_DDP_EC_T_INV_STAG));
+    for (size_t i = 0; i < sizeof(buf); i++)
+        ASSERT_EQ(buf[i], 0);
+}
+
+TEST(read_fence_and_ord)
+{
+    struct pair p;
+    struct swp_nego n = nego_default(true, false);
+    n.ord = n.ird = 2;
+    pair_setup(&p, n);
+    enum { N = 9, SZ = 100000 };
+    uint8_t *rem = malloc(SZ), *loc = calloc(N, SZ);
+    fill(rem, SZ, 3);
+    struct siwarp_mr *mr = reg(&p, rem, SZ, ACC_ALL), *ml = reg(&p, loc, (size_t)N * SZ, ACC_ALL);
+    struct siwarp_sge sg[N];
+    struct siwarp_send_wr w[N];
+    for (int i = 0; i < N; i++) {
+        sg[i] = (struct siwarp_sge){ loc + (size_t)i * SZ, SZ, siwarp_mr_stag(ml) };
+        memset(&w[i], 0, sizeof(w[i]));
+        w[i].wr_id = (uint64_t)i;
+        w[i].sg_list = &sg[i];
+        w[i].num_sge = 1;
+        w[i].opcode = SIWARP_WR_READ;
+        w[i].send_flags = SIWARP_SEND_SIGNALED | (i == 5 ? SIWARP_SEND_FENCE : 0);
+        w[i].rdma.remote_addr = (uintptr_t)rem;
+        w[i].rdma.rkey = siwarp_mr_stag(mr);
+        w[i].next = i + 1 < N ? &w[i + 1] : NULL;
+    }
+    ASSERT_OK(siwarp_post_send(p.qp[0], &w[0], NULL));
+    for (int i = 0; i < N; i++) {
+        struct siwarp_wc wc = poll_wc(&p, 0);
+        ASSERT_EQ(wc.status, SIWARP_WC_SUCCESS);
+        ASSERT_EQ(wc.wr_id, i);   /* completions in posting order */
+        ASSERT_MEM_EQ(loc + (size_t)i * SZ, rem, SZ);
+    }
+}
+
+TEST(close_flushes_outstanding_work)
+{
+    struct pair p;
+    uint8_t b[64];
+    pair_setup(&p, nego_default(true, false));
+    struct siwarp_mr *m = reg(&p, b, sizeof(b), ACC_ALL);
+    struct siwarp_sge s = { b, sizeof(b), siwarp_mr_stag(m) };
+    struct siwarp_recv_wr rw[3] = { { .wr_id = 1, .sg_list = &s, .num_sge = 1 },
+                                    { .wr_id = 2, .sg_list = &s, .num_sge = 1 },
+                                    { .wr_id = 3, .sg_list = &s, .num_sge = 1 } };
+    rw[0].next = &rw[1];
+    rw[1].next = &rw[2];
+    ASSERT_OK(siwarp_post_recv(p.qp[1], rw, NULL));
+    ASSERT_OK(siwarp_disconnect(p.qp[0]));
+    for (int i = 1; i <= 3; i++) {
+        struct siwarp_wc wc = poll_wc(&p, 1);
+        ASSERT_EQ(wc.status, SIWARP_WC_WR_FLUSH_ERR);
+        ASSERT_EQ(wc.wr_id, i);
+    }
+    struct siwarp_qp_attr at;
+    siwarp_query_qp(p.qp[1], &at);
+    ASSERT_EQ(at.state, SIWARP_QPS_ERROR);
+    /* posting after the fact completes flushed, never hangs */
+    struct siwarp_send_wr sw = { .wr_id = 7, .opcode = SIWARP_WR_SEND };
+    ASSERT_OK(siwarp_post_send(p.qp[1], &sw, NULL));
+    struct siwarp_wc wc = poll_wc(&p, 1);
+    ASSERT_EQ(wc.status, SIWARP_WC_WR_FLUSH_ERR);
+    ASSERT_EQ(wc.wr_id, 7);
+}
+
+SWP_TEST_MAIN()
