@@ -8,6 +8,8 @@ common_libswpcore_la_SOURCES = \
 	common/ddp.c \
 	common/rdmap.c \
 	common/cm.c \
+	common/cm_listen.c \
+	common/mpa.h \
 	common/qp.c \
 	common/qp_tx.c \
 	common/qp_rx.c \

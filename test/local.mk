@@ -40,3 +40,6 @@ test_unit_test_datapath_SOURCES = test/unit/test_datapath.c
 check_PROGRAMS += test/unit/test_rx_errors
 TESTS += test/unit/test_rx_errors
 test_unit_test_rx_errors_SOURCES = test/unit/test_rx_errors.c
+check_PROGRAMS += test/unit/test_mpa
+TESTS += test/unit/test_mpa
+test_unit_test_mpa_SOURCES = test/unit/test_mpa.c
