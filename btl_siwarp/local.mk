@@ -1,1 +1,31 @@
-# btl_siwarp/local.mk - placeholder; owned by the btl_siwarp owner (append with +=).
+# btl_siwarp/local.mk - the Open MPI BTL component, included by the top-level
+# non-recursive Makefile.am.  Installed into Open MPI's component directory
+# (OMPI_COMPONENT_DIR from configure) as mca_btl_siwarp.so, with its help
+# file next to Open MPI's own help files.
+
+if HAVE_OMPI
+btlsiwarpdir = $(OMPI_COMPONENT_DIR)
+btlsiwarp_LTLIBRARIES = btl_siwarp/mca_btl_siwarp.la
+
+btl_siwarp_mca_btl_siwarp_la_SOURCES = \
+	btl_siwarp/btl_siwarp.h \
+	btl_siwarp/btl_siwarp_component.c \
+	btl_siwarp/btl_siwarp_module.c \
+	btl_siwarp/btl_siwarp_endpoint.h \
+	btl_siwarp/btl_siwarp_endpoint.c \
+	btl_siwarp/btl_siwarp_fallback.c \
+	btl_siwarp/btl_siwarp_frag.h \
+	btl_siwarp/btl_siwarp_frag.c \
+	btl_siwarp/btl_siwarp_rdma.c
+btl_siwarp_mca_btl_siwarp_la_CPPFLAGS = -I$(top_srcdir)/include $(OMPI_CPPFLAGS) \
+	-DSIWARP_HELP_DIR='"$(btlsiwarphelpdir)"' \
+	-DSIWARP_SRC_HELP_DIR='"$(abs_top_srcdir)/btl_siwarp"'
+btl_siwarp_mca_btl_siwarp_la_CFLAGS = $(SWP_CFLAGS) -Wno-unused-parameter \
+	-Wno-missing-field-initializers -Wno-sign-compare
+btl_siwarp_mca_btl_siwarp_la_LDFLAGS = -module -avoid-version -shared -no-undefined
+btl_siwarp_mca_btl_siwarp_la_LIBADD = common/libswpcore.la $(OMPI_LIBS) -lpthread
+
+# the component adds this directory to opal_show_help's search path
+btlsiwarphelpdir = $(pkgdatadir)
+dist_btlsiwarphelp_DATA = btl_siwarp/help-mpi-btl-siwarp.txt
+endif

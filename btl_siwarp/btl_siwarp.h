@@ -1,0 +1,222 @@
+/*
+ * btl_siwarp.h - Open MPI BTL over libsiwarp (software iWARP).
+ *
+ * One component, one module.  The module owns one siwarp context, one PD, one
+ * CQ shared by every QP, one siwarp listener and one plain-TCP fallback
+ * listener per selected interface address.  Endpoints connect lazily.
+ *
+ * Wire formats owned by this component (all big-endian, no bitfields):
+ *   - mca_btl_siwarp_hdr_t       8 bytes at the head of every RDMAP Send
+ *   - mca_btl_siwarp_tcp_hdr_t  16 bytes framing each message on a TCP
+ *                                fallback connection
+ *   - mca_btl_siwarp_conn_pd_t   MPA private data (and fallback HELLO body)
+ *   - mca_btl_siwarp_modex_addr_t one per published address
+ */
+#ifndef MCA_BTL_SIWARP_H
+#define MCA_BTL_SIWARP_H
+
+#include "opal_config.h"
+
+#include <stdint.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+
+#include "opal/class/opal_free_list.h"
+#include "opal/class/opal_list.h"
+#include "opal/mca/btl/btl.h"
+#include "opal/mca/btl/base/base.h"
+#include "opal/mca/btl/base/btl_base_error.h"
+#include "opal/mca/rcache/rcache.h"
+#include "opal/threads/mutex.h"
+#include "opal/util/proc.h"
+
+#include <siwarp/siwarp.h>
+
+BEGIN_C_DECLS
+
+#define MCA_BTL_SIWARP_MAX_ADDRS 16
+/* Control receives per connection, reserved for explicit CREDIT messages. */
+#define MCA_BTL_SIWARP_CTRL_CREDITS 4
+
+/* ---- wire formats ------------------------------------------------------- */
+
+/* Header of every RDMAP Send between two siwarp BTLs (and of a DATA frame
+ * on a fallback connection, where the credit fields are unused). */
+enum {
+    MCA_BTL_SIWARP_MSG_AM     = 1,   /* active message for `tag`, uses a credit */
+    MCA_BTL_SIWARP_MSG_CREDIT = 2,   /* credit return only, uses a ctrl credit */
+};
+
+typedef struct mca_btl_siwarp_hdr_t {
+    uint8_t  type;           /* MCA_BTL_SIWARP_MSG_* */
+    uint8_t  tag;            /* BTL active-message tag (AM only) */
+    uint16_t credits;        /* receive buffers the sender re-posted for us */
+    uint16_t ctrl_credits;   /* control receive buffers re-posted */
+    uint16_t reserved;       /* zero */
+} mca_btl_siwarp_hdr_t;
+_Static_assert(sizeof(mca_btl_siwarp_hdr_t) == 8, "BTL header is 8 bytes");
+
+/* Frame header on a plain-TCP fallback connection. */
+enum {
+    MCA_BTL_SIWARP_TCP_HELLO     = 1,  /* body: conn_pd; initiator -> acceptor */
+    MCA_BTL_SIWARP_TCP_HELLO_ACK = 2,  /* body: conn_pd; acceptor -> initiator */
+    MCA_BTL_SIWARP_TCP_DATA      = 3,  /* body: hdr + payload */
+    MCA_BTL_SIWARP_TCP_PUT       = 4,  /* arg: target address; body: data */
+    MCA_BTL_SIWARP_TCP_GET_REQ   = 5,  /* arg: token; body: be64 addr, be64 len */
+    MCA_BTL_SIWARP_TCP_GET_RESP  = 6,  /* arg: token; body: data */
+    MCA_BTL_SIWARP_TCP_OP_MAX
+};
+
+typedef struct mca_btl_siwarp_tcp_hdr_t {
+    uint32_t len;            /* body bytes following this header */
+    uint8_t  op;             /* MCA_BTL_SIWARP_TCP_* */
+    uint8_t  reserved[3];
+    uint64_t arg;
+} mca_btl_siwarp_tcp_hdr_t;
+_Static_assert(sizeof(mca_btl_siwarp_tcp_hdr_t) == 16, "TCP frame header is 16 bytes");
+
+/* MPA private data in Request / Reply / Reject, and body of HELLO(_ACK). */
+#define MCA_BTL_SIWARP_CONN_MAGIC   0x53574254u    /* "SWBT" */
+#define MCA_BTL_SIWARP_CONN_VERSION 1
+enum {
+    MCA_BTL_SIWARP_CONN_OK       = 0,
+    MCA_BTL_SIWARP_CONN_DUP      = 1,  /* simultaneous connect: use the other one */
+    MCA_BTL_SIWARP_CONN_UNKNOWN  = 2,  /* acceptor has no such peer */
+};
+typedef struct mca_btl_siwarp_conn_pd_t {
+    uint32_t magic;
+    uint8_t  version;
+    uint8_t  reason;          /* MCA_BTL_SIWARP_CONN_* */
+    uint16_t rq_depth;        /* receive credits the sender grants */
+    uint32_t jobid;           /* opal_process_name_t of the sender */
+    uint32_t vpid;
+} mca_btl_siwarp_conn_pd_t;
+_Static_assert(sizeof(mca_btl_siwarp_conn_pd_t) == 16, "conn private data is 16 bytes");
+
+/* Modex: one record per published interface address. */
+#define MCA_BTL_SIWARP_ADDR_F_IWARP 0x01    /* iwarp_port is a siwarp listener */
+typedef struct mca_btl_siwarp_modex_addr_t {
+    uint8_t  family;          /* 4 or 6 */
+    uint8_t  flags;           /* MCA_BTL_SIWARP_ADDR_F_* */
+    uint16_t iwarp_port;      /* network order */
+    uint16_t tcp_port;        /* network order: fallback listener */
+    uint8_t  loopback;
+    uint8_t  reserved;
+    uint8_t  addr[16];
+} mca_btl_siwarp_modex_addr_t;
+_Static_assert(sizeof(mca_btl_siwarp_modex_addr_t) == 24, "modex record is 24 bytes");
+
+/* Registration handle handed to peers: the STag. */
+struct mca_btl_base_registration_handle_t {
+    uint32_t stag;
+};
+
+typedef struct mca_btl_siwarp_reg_t {
+    mca_rcache_base_registration_t base;
+    struct siwarp_mr *mr;
+    mca_btl_base_registration_handle_t handle;
+} mca_btl_siwarp_reg_t;
+
+/* ---- component and module ----------------------------------------------- */
+
+enum mca_btl_siwarp_fallback {
+    MCA_BTL_SIWARP_FALLBACK_TCP   = 0,
+    MCA_BTL_SIWARP_FALLBACK_ERROR = 1,
+};
+
+typedef struct mca_btl_siwarp_component_t {
+    mca_btl_base_component_3_0_0_t super;
+
+    /* MCA parameters */
+    char *if_include;
+    char *if_exclude;
+    int   port_min;
+    int   port_range;
+    int   rq_depth;
+    int   credit_threshold;
+    int   sq_depth;
+    int   max_inline;
+    int   free_list_num;
+    int   free_list_max;
+    int   free_list_inc;
+    int   mpa;
+    int   mpa_rev;
+    int   crc;
+    int   markers;
+    int   p2p;
+    int   rtr;               /* enum value, see btl_siwarp_component.c */
+    int   mulpdu;
+    int   ird_ord;
+    int   connect_timeout;   /* ms */
+    int   progress_thread;
+    int   fallback;          /* enum mca_btl_siwarp_fallback */
+    int   disable_loopback;
+
+    struct mca_btl_siwarp_module_t *module;
+} mca_btl_siwarp_component_t;
+
+OPAL_MODULE_DECLSPEC extern mca_btl_siwarp_component_t mca_btl_siwarp_component;
+
+typedef struct mca_btl_siwarp_listen_t {
+    struct sockaddr_storage addr;
+    struct siwarp_listener *listener;   /* NULL when MPA is disabled */
+    int tcp_fd;                         /* plain-TCP fallback listener */
+} mca_btl_siwarp_listen_t;
+
+typedef struct mca_btl_siwarp_module_t {
+    mca_btl_base_module_t super;
+
+    struct siwarp_ctx *ctx;
+    struct siwarp_pd  *pd;
+    struct siwarp_cq  *cq;
+
+    mca_btl_siwarp_listen_t listen[MCA_BTL_SIWARP_MAX_ADDRS];
+    int num_listen;
+    mca_btl_siwarp_modex_addr_t modex[MCA_BTL_SIWARP_MAX_ADDRS];
+
+    opal_list_t endpoints;          /* every endpoint we know */
+    opal_list_t active;             /* endpoints with work pending (connecting, tcp) */
+    opal_list_t graveyard;          /* abandoned QPs and their receive buffers */
+    opal_free_list_t eager_frags;   /* registered buffers: sends and receives */
+    opal_free_list_t rdma_frags;    /* put/get descriptors, no buffer */
+    mca_rcache_base_module_t *rcache;
+    mca_btl_base_module_error_cb_fn_t error_cb;
+    opal_recursive_mutex_t lock;
+
+    size_t frag_size;               /* header + max_send_size */
+
+    pthread_t thread;
+    volatile int thread_stop;
+    int thread_running;
+    int finalizing;
+} mca_btl_siwarp_module_t;
+
+/* ---- cross-file functions ----------------------------------------------- */
+
+int  mca_btl_siwarp_module_init(mca_btl_siwarp_module_t *m);
+int  mca_btl_siwarp_progress_module(mca_btl_siwarp_module_t *m);
+int  mca_btl_siwarp_errno_to_opal(int err);
+
+mca_btl_base_registration_handle_t *
+mca_btl_siwarp_register_mem(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                            void *base, size_t size, uint32_t flags);
+int  mca_btl_siwarp_deregister_mem(mca_btl_base_module_t *btl,
+                                   mca_btl_base_registration_handle_t *handle);
+int  mca_btl_siwarp_put(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                        void *local_address, uint64_t remote_address,
+                        mca_btl_base_registration_handle_t *local_handle,
+                        mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                        int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc,
+                        void *cbcontext, void *cbdata);
+int  mca_btl_siwarp_get(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                        void *local_address, uint64_t remote_address,
+                        mca_btl_base_registration_handle_t *local_handle,
+                        mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                        int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc,
+                        void *cbcontext, void *cbdata);
+int  mca_btl_siwarp_rcache_init(mca_btl_siwarp_module_t *m);
+int  mca_btl_siwarp_flush(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep);
+
+END_C_DECLS
+#endif /* MCA_BTL_SIWARP_H */

@@ -1,0 +1,637 @@
+/*
+ * btl_siwarp_component.c - MCA parameters, component init (interfaces,
+ * listeners, modex) and progress.
+ */
+#include "btl_siwarp.h"
+#include "btl_siwarp_endpoint.h"
+#include "btl_siwarp_frag.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <libgen.h>
+#include <string.h>
+#include <unistd.h>
+#include <fcntl.h>
+#include <arpa/inet.h>
+#include <net/if.h>
+
+#include "opal/mca/base/mca_base_var.h"
+#include "opal/mca/pmix/pmix.h"
+#include "opal/util/argv.h"
+#include "opal/util/if.h"
+#include "opal/util/net.h"
+#include "opal/util/output.h"
+#include "opal/util/show_help.h"
+#include "opal/runtime/opal_params.h"
+
+extern const mca_btl_base_module_t mca_btl_siwarp_module_template;
+int mca_btl_siwarp_module_start_thread(mca_btl_siwarp_module_t *m);
+
+static int siwarp_component_register(void);
+static int siwarp_component_open(void);
+static int siwarp_component_close(void);
+static mca_btl_base_module_t **siwarp_component_init(int *num_btls, bool progress_threads,
+                                                     bool mpi_threads);
+static int siwarp_component_progress(void);
+
+mca_btl_siwarp_component_t mca_btl_siwarp_component = {
+    .super = {
+        .btl_version = {
+            MCA_BTL_DEFAULT_VERSION("siwarp"),
+            .mca_open_component = siwarp_component_open,
+            .mca_close_component = siwarp_component_close,
+            .mca_register_component_params = siwarp_component_register,
+        },
+        .btl_data = {
+            .param_field = MCA_BASE_METADATA_PARAM_CHECKPOINT,
+        },
+        .btl_init = siwarp_component_init,
+        .btl_progress = siwarp_component_progress,
+    },
+};
+
+/* ---- parameters --------------------------------------------------------------- */
+
+static mca_base_var_enum_value_t rtr_values[] = {
+    {0, "none"},
+    {SIWARP_RTR_SEND, "send"},
+    {SIWARP_RTR_WRITE, "write"},
+    {SIWARP_RTR_READ, "read"},
+    {0, NULL},
+};
+
+static mca_base_var_enum_value_t fallback_values[] = {
+    {MCA_BTL_SIWARP_FALLBACK_TCP, "tcp"},
+    {MCA_BTL_SIWARP_FALLBACK_ERROR, "error"},
+    {0, NULL},
+};
+
+static int reg_int(const char *name, const char *help, int *storage, int level)
+{
+    return mca_base_component_var_register(&mca_btl_siwarp_component.super.btl_version, name,
+                                           help, MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, level,
+                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
+static int reg_bool(const char *name, const char *help, int *storage, int level)
+{
+    /* stored as int: MCA bools are C bools, so register through a bool */
+    return mca_base_component_var_register(&mca_btl_siwarp_component.super.btl_version, name,
+                                           help, MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, level,
+                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
+static int reg_string(const char *name, const char *help, char **storage, int level)
+{
+    return mca_base_component_var_register(&mca_btl_siwarp_component.super.btl_version, name,
+                                           help, MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, level,
+                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
+static int reg_enum(const char *name, const char *help, mca_base_var_enum_value_t *values,
+                    int *storage, int level)
+{
+    mca_base_var_enum_t *e = NULL;
+    int rc = mca_base_var_enum_create(name, values, &e);
+    if (OPAL_SUCCESS != rc) {
+        return rc;
+    }
+    rc = mca_base_component_var_register(&mca_btl_siwarp_component.super.btl_version, name,
+                                         help, MCA_BASE_VAR_TYPE_INT, e, 0, 0, level,
+                                         MCA_BASE_VAR_SCOPE_READONLY, storage);
+    OBJ_RELEASE(e);
+    return rc;
+}
+
+static mca_btl_base_module_t param_module;   /* base params land here first */
+
+static int siwarp_component_register(void)
+{
+    mca_btl_siwarp_component_t *c = &mca_btl_siwarp_component;
+
+    c->if_include = NULL;
+    reg_string("if_include", "Comma-separated list of interface names or CIDR networks "
+               "(e.g. eth0,192.168.0.0/16) to use.  Mutually exclusive with "
+               "btl_siwarp_if_exclude.  Default: all interfaces, loopback included "
+               "(loopback is only used between processes on one node).",
+               &c->if_include, OPAL_INFO_LVL_1);
+    c->if_exclude = NULL;
+    reg_string("if_exclude", "Comma-separated list of interface names or CIDR networks "
+               "not to use.  Mutually exclusive with btl_siwarp_if_include.",
+               &c->if_exclude, OPAL_INFO_LVL_1);
+    c->port_min = 0;
+    reg_int("port_min_v4", "First TCP port tried for the iWARP and fallback listeners "
+            "(0: let the kernel choose)", &c->port_min, OPAL_INFO_LVL_2);
+    c->port_range = 64;
+    reg_int("port_range_v4", "Number of ports tried from btl_siwarp_port_min_v4 "
+            "(1-65535)", &c->port_range, OPAL_INFO_LVL_2);
+    c->rq_depth = 64;
+    reg_int("rq_depth", "Receive buffers posted per peer, which is the number of Send "
+            "credits the peer gets (1-4096); each buffer is btl_siwarp_max_send_size bytes",
+            &c->rq_depth, OPAL_INFO_LVL_4);
+    c->credit_threshold = 0;
+    reg_int("credit_threshold", "Return credits in an explicit message once this many are "
+            "owed and no Send carries them (0: half of btl_siwarp_rq_depth)",
+            &c->credit_threshold, OPAL_INFO_LVL_5);
+    c->sq_depth = 512;
+    reg_int("sq_depth", "Send queue depth per connection (Sends, RDMA Writes and Reads "
+            "outstanding; 4-65536)", &c->sq_depth, OPAL_INFO_LVL_5);
+    c->max_inline = 64;
+    reg_int("max_inline", "Bytes copied into the send queue at post time (0-1024)",
+            &c->max_inline, OPAL_INFO_LVL_6);
+    c->free_list_num = 64;
+    reg_int("free_list_num", "Initial number of eager buffers", &c->free_list_num,
+            OPAL_INFO_LVL_5);
+    c->free_list_max = -1;
+    reg_int("free_list_max", "Maximum number of eager buffers (-1: unlimited)",
+            &c->free_list_max, OPAL_INFO_LVL_5);
+    c->free_list_inc = 64;
+    reg_int("free_list_inc", "Eager buffers added when the list runs dry",
+            &c->free_list_inc, OPAL_INFO_LVL_5);
+    c->mpa = 1;
+    reg_bool("mpa", "Speak iWARP (MPA/DDP/RDMAP) on this node (1) or only the plain-TCP "
+             "fallback (0)", &c->mpa, OPAL_INFO_LVL_3);
+    c->mpa_rev = 2;
+    reg_int("mpa_rev", "MPA revision offered: 2 (RFC 6581 enhanced) or 1 (RFC 5044)",
+            &c->mpa_rev, OPAL_INFO_LVL_4);
+    c->crc = 1;
+    reg_bool("crc", "Ask for MPA CRC32c on every FPDU (0 or 1; used if either side asks)",
+             &c->crc, OPAL_INFO_LVL_4);
+    c->markers = 0;
+    reg_bool("markers", "Ask for MPA markers every 512 octets (0 or 1)", &c->markers,
+             OPAL_INFO_LVL_4);
+    c->p2p = 1;
+    reg_bool("p2p", "Use RFC 6581 peer-to-peer mode (0 or 1)", &c->p2p, OPAL_INFO_LVL_4);
+    c->rtr = SIWARP_RTR_WRITE;
+    reg_enum("rtr", "Peer-to-peer ready-to-receive message type: none, send, write, read",
+             rtr_values, &c->rtr, OPAL_INFO_LVL_4);
+    c->mulpdu = 0;
+    reg_int("mulpdu", "Largest DDP segment payload (0: derived from the path MSS; "
+            "otherwise 64-65535)", &c->mulpdu, OPAL_INFO_LVL_5);
+    c->ird_ord = 16;
+    reg_int("ird_ord", "Inbound / outbound RDMA Read depth negotiated per connection "
+            "(1-1024)", &c->ird_ord, OPAL_INFO_LVL_5);
+    c->connect_timeout = 10000;
+    reg_int("connect_timeout", "Milliseconds allowed for the MPA exchange (100-600000)",
+            &c->connect_timeout, OPAL_INFO_LVL_5);
+    c->progress_thread = 0;
+    reg_bool("progress_thread", "Run a thread that progresses libsiwarp (serves incoming "
+             "RDMA Reads and Write placement while the application computes)",
+             &c->progress_thread, OPAL_INFO_LVL_3);
+    c->fallback = MCA_BTL_SIWARP_FALLBACK_TCP;
+    reg_enum("fallback", "What to do with a peer that cannot speak iWARP: tcp (carry its "
+             "traffic over framed TCP and warn once) or error (treat it as unreachable)",
+             fallback_values, &c->fallback, OPAL_INFO_LVL_3);
+
+    param_module = mca_btl_siwarp_module_template;
+    return mca_btl_base_param_register(&c->super.btl_version, &param_module);
+}
+
+/* Refuse bad values with one clear message each; returns OPAL_SUCCESS or
+ * OPAL_ERR_BAD_PARAM. */
+static int bad(const char *name, long value, const char *want)
+{
+    char v[32];
+    snprintf(v, sizeof(v), "%ld", value);
+    opal_show_help("help-mpi-btl-siwarp.txt", "bad mca value", true,
+                   opal_process_info.nodename ? opal_process_info.nodename : "?", name, v, want);
+    return OPAL_ERR_BAD_PARAM;
+}
+
+static int siwarp_verify_params(void)
+{
+    mca_btl_siwarp_component_t *c = &mca_btl_siwarp_component;
+    mca_btl_base_module_t *b = &param_module;
+    size_t hdr = sizeof(mca_btl_siwarp_hdr_t);
+
+    if (c->if_include && c->if_include[0] && c->if_exclude && c->if_exclude[0]) {
+        opal_show_help("help-mpi-btl-siwarp.txt", "include exclude", true,
+                       opal_process_info.nodename ? opal_process_info.nodename : "?",
+                       c->if_include, c->if_exclude);
+        return OPAL_ERR_BAD_PARAM;
+    }
+    if (c->port_min < 0 || c->port_min > 65535) {
+        return bad("btl_siwarp_port_min_v4", c->port_min, "0 to 65535");
+    }
+    if (c->port_range < 1 || c->port_min + c->port_range - 1 > 65535) {
+        return bad("btl_siwarp_port_range_v4", c->port_range,
+                   "1 or more, with port_min + port_range - 1 <= 65535");
+    }
+    if (c->rq_depth < 1 || c->rq_depth > 4096) {
+        return bad("btl_siwarp_rq_depth", c->rq_depth, "1 to 4096");
+    }
+    if (c->credit_threshold < 0 || c->credit_threshold > c->rq_depth) {
+        return bad("btl_siwarp_credit_threshold", c->credit_threshold,
+                   "0 (auto) to btl_siwarp_rq_depth");
+    }
+    if (c->sq_depth < 4 || c->sq_depth > 65536) {
+        return bad("btl_siwarp_sq_depth", c->sq_depth, "4 to 65536");
+    }
+    if (c->max_inline < 0 || c->max_inline > 1024) {
+        return bad("btl_siwarp_max_inline", c->max_inline, "0 to 1024");
+    }
+    if (c->free_list_num < 1 || c->free_list_inc < 1 ||
+        (c->free_list_max != -1 && c->free_list_max < c->free_list_num)) {
+        return bad("btl_siwarp_free_list_num/_max/_inc", c->free_list_max,
+                   "num >= 1, inc >= 1, max = -1 or >= num");
+    }
+    if (c->mpa != 0 && c->mpa != 1) {
+        return bad("btl_siwarp_mpa", c->mpa, "0 or 1");
+    }
+    if (c->mpa_rev != 1 && c->mpa_rev != 2) {
+        return bad("btl_siwarp_mpa_rev", c->mpa_rev, "1 or 2");
+    }
+    if ((c->crc | c->markers | c->p2p | c->progress_thread) & ~1) {
+        return bad("btl_siwarp_crc/markers/p2p/progress_thread",
+                   c->crc | c->markers | c->p2p | c->progress_thread, "0 or 1");
+    }
+    if (c->mulpdu != 0 && (c->mulpdu < 64 || c->mulpdu > 65535)) {
+        return bad("btl_siwarp_mulpdu", c->mulpdu, "0 (auto) or 64 to 65535");
+    }
+    if (c->ird_ord < 1 || c->ird_ord > 1024) {
+        return bad("btl_siwarp_ird_ord", c->ird_ord, "1 to 1024");
+    }
+    if (c->connect_timeout < 100 || c->connect_timeout > 600000) {
+        return bad("btl_siwarp_connect_timeout", c->connect_timeout, "100 to 600000");
+    }
+    if (b->btl_max_send_size < 1024 || b->btl_max_send_size > 16 * 1024 * 1024) {
+        return bad("btl_siwarp_max_send_size", (long) b->btl_max_send_size,
+                   "1024 to 16777216 bytes");
+    }
+    if (b->btl_eager_limit < 64 || b->btl_eager_limit > b->btl_max_send_size) {
+        return bad("btl_siwarp_eager_limit", (long) b->btl_eager_limit,
+                   "64 bytes to btl_siwarp_max_send_size");
+    }
+    if (b->btl_rndv_eager_limit > b->btl_eager_limit) {
+        return bad("btl_siwarp_rndv_eager_limit", (long) b->btl_rndv_eager_limit,
+                   "at most btl_siwarp_eager_limit");
+    }
+    if (b->btl_put_limit == 0 || b->btl_put_limit > UINT32_MAX ||
+        b->btl_get_limit == 0 || b->btl_get_limit > UINT32_MAX) {
+        return bad("btl_siwarp_put_limit/get_limit", (long) b->btl_put_limit,
+                   "1 to 4294967295 bytes (one RDMA Write/Read)");
+    }
+    if (b->btl_rdma_pipeline_frag_size == 0) {
+        return bad("btl_siwarp_rdma_pipeline_frag_size", 0, "more than 0");
+    }
+    (void) hdr;
+    if (0 == c->credit_threshold) {
+        c->credit_threshold = c->rq_depth / 2 > 0 ? c->rq_depth / 2 : 1;
+    }
+    return OPAL_SUCCESS;
+}
+
+/* Our help file is not in Open MPI's pkgdatadir: add where it is installed,
+ * the directory of this .so (and its parent, for the build tree). */
+static void add_help_dirs(void)
+{
+    Dl_info info;
+
+#ifdef SIWARP_HELP_DIR
+    opal_show_help_add_dir(SIWARP_HELP_DIR);
+#endif
+#ifdef SIWARP_SRC_HELP_DIR
+    opal_show_help_add_dir(SIWARP_SRC_HELP_DIR);
+#endif
+    if (dladdr((void *) &mca_btl_siwarp_component, &info) && info.dli_fname) {
+        char *a = strdup(info.dli_fname), *b;
+        if (a) {
+            b = dirname(a);
+            opal_show_help_add_dir(b);
+            b = strdup(b);
+            if (b) {
+                opal_show_help_add_dir(dirname(b));
+                free(b);
+            }
+            free(a);
+        }
+    }
+}
+
+static int siwarp_component_open(void)
+{
+    mca_btl_siwarp_component.module = NULL;
+    add_help_dirs();
+    return OPAL_SUCCESS;
+}
+
+static int siwarp_component_close(void)
+{
+    return OPAL_SUCCESS;
+}
+
+/* ---- interfaces and listeners ------------------------------------------------- */
+
+static int if_selected(int idx, char **include, char **exclude)
+{
+    if (include) {
+        return OPAL_SUCCESS == opal_ifmatches(idx, include);
+    }
+    if (exclude) {
+        return OPAL_SUCCESS != opal_ifmatches(idx, exclude);
+    }
+    return 1;
+}
+
+static int set_port(struct sockaddr_storage *ss, int port)
+{
+    if (AF_INET == ss->ss_family) {
+        ((struct sockaddr_in *) ss)->sin_port = htons((uint16_t) port);
+        return sizeof(struct sockaddr_in);
+    }
+    ((struct sockaddr_in6 *) ss)->sin6_port = htons((uint16_t) port);
+    return sizeof(struct sockaddr_in6);
+}
+
+static uint16_t get_port_be(const struct sockaddr_storage *ss)
+{
+    return AF_INET == ss->ss_family ? ((const struct sockaddr_in *) ss)->sin_port
+                                    : ((const struct sockaddr_in6 *) ss)->sin6_port;
+}
+
+static int tcp_listen_on(struct sockaddr_storage *ss, int *fd_out)
+{
+    mca_btl_siwarp_component_t *c = &mca_btl_siwarp_component;
+    int tries = c->port_min ? c->port_range : 1;
+
+    for (int i = 0; i < tries; i++) {
+        int one = 1;
+        int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        socklen_t len = (socklen_t) set_port(ss, c->port_min ? c->port_min + i : 0);
+        if (fd < 0) {
+            return -errno;
+        }
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (AF_INET6 == ss->ss_family) {
+            setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+        }
+        if (0 == bind(fd, (struct sockaddr *) ss, len) && 0 == listen(fd, 128)) {
+            len = sizeof(*ss);
+            getsockname(fd, (struct sockaddr *) ss, &len);
+            *fd_out = fd;
+            return 0;
+        }
+        close(fd);
+    }
+    return -EADDRINUSE;
+}
+
+static int iwarp_listen_on(mca_btl_siwarp_module_t *m, struct sockaddr_storage *ss,
+                           struct siwarp_listener **l)
+{
+    mca_btl_siwarp_component_t *c = &mca_btl_siwarp_component;
+    struct siwarp_conn_param p;
+    int tries = c->port_min ? c->port_range : 1;
+    int rc = -EADDRINUSE;
+
+    siwarp_conn_param_default(&p);
+    p.mpa_rev = c->mpa_rev;
+    p.crc = c->crc;
+    p.markers = c->markers;
+    p.p2p = c->p2p;
+    p.rtr = c->rtr;
+    p.ird = p.ord = (uint16_t) c->ird_ord;
+    p.mulpdu = (uint32_t) c->mulpdu;
+    p.timeout_ms = c->connect_timeout;
+    for (int i = 0; i < tries; i++) {
+        socklen_t len = (socklen_t) set_port(ss, c->port_min ? c->port_min + i : 0);
+        rc = siwarp_listen(m->ctx, (struct sockaddr *) ss, len, &p, l);
+        if (0 == rc) {
+            siwarp_listener_addr(*l, ss);
+            return 0;
+        }
+    }
+    return rc;
+}
+
+static int setup_interfaces(mca_btl_siwarp_module_t *m)
+{
+    mca_btl_siwarp_component_t *c = &mca_btl_siwarp_component;
+    char **include = NULL, **exclude = NULL;
+    int rc = OPAL_SUCCESS;
+
+    if (c->if_include && c->if_include[0]) {
+        include = opal_argv_split(c->if_include, ',');
+    } else if (c->if_exclude && c->if_exclude[0]) {
+        exclude = opal_argv_split(c->if_exclude, ',');
+    }
+    for (int idx = opal_ifbegin(); idx >= 0 && m->num_listen < MCA_BTL_SIWARP_MAX_ADDRS;
+         idx = opal_ifnext(idx)) {
+        struct sockaddr_storage ss;
+        mca_btl_siwarp_listen_t *L = &m->listen[m->num_listen];
+        mca_btl_siwarp_modex_addr_t *x = &m->modex[m->num_listen];
+        char name[IF_NAMESIZE] = "";
+
+        if (OPAL_SUCCESS != opal_ifindextoaddr(idx, (struct sockaddr *) &ss, sizeof(ss))) {
+            continue;
+        }
+        if (AF_INET != ss.ss_family && AF_INET6 != ss.ss_family) {
+            continue;
+        }
+        if (AF_INET6 == ss.ss_family &&
+            IN6_IS_ADDR_LINKLOCAL(&((struct sockaddr_in6 *) &ss)->sin6_addr)) {
+            continue;       /* would need a scope id per peer */
+        }
+        if (!if_selected(idx, include, exclude)) {
+            continue;
+        }
+        opal_ifindextoname(idx, name, sizeof(name));
+        memset(L, 0, sizeof(*L));
+        memset(x, 0, sizeof(*x));
+        L->addr = ss;
+        L->tcp_fd = -1;
+        L->listener = NULL;
+        if (c->mpa) {
+            struct sockaddr_storage s2 = ss;
+            int r = iwarp_listen_on(m, &s2, &L->listener);
+            if (r < 0) {
+                BTL_VERBOSE(("siwarp: siwarp_listen on %s: %s", name, strerror(-r)));
+                L->listener = NULL;
+            } else {
+                x->flags |= MCA_BTL_SIWARP_ADDR_F_IWARP;
+                x->iwarp_port = get_port_be(&s2);
+            }
+        }
+        if (tcp_listen_on(&L->addr, &L->tcp_fd) < 0) {
+            BTL_VERBOSE(("siwarp: fallback listener on %s failed", name));
+            if (L->listener) {
+                siwarp_listener_destroy(L->listener);
+            }
+            continue;
+        }
+        x->tcp_port = get_port_be(&L->addr);
+        x->loopback = opal_ifisloopback(idx) ? 1 : 0;
+        if (AF_INET == ss.ss_family) {
+            x->family = 4;
+            memcpy(x->addr, &((struct sockaddr_in *) &ss)->sin_addr, 4);
+        } else {
+            x->family = 6;
+            memcpy(x->addr, &((struct sockaddr_in6 *) &ss)->sin6_addr, 16);
+        }
+        BTL_VERBOSE(("siwarp: using %s (%s), iwarp port %u, tcp port %u", name,
+                     opal_net_get_hostname((struct sockaddr *) &ss), ntohs(x->iwarp_port),
+                     ntohs(x->tcp_port)));
+        m->num_listen++;
+    }
+    opal_argv_free(include);
+    opal_argv_free(exclude);
+    if (0 == m->num_listen) {
+        rc = OPAL_ERR_NOT_AVAILABLE;
+    }
+    return rc;
+}
+
+/* ---- init ------------------------------------------------------------------------ */
+
+static int module_init(mca_btl_siwarp_module_t *m)
+{
+    mca_btl_siwarp_component_t *c = &mca_btl_siwarp_component;
+    int rc;
+
+    memcpy(&m->super, &param_module, sizeof(m->super));
+    OBJ_CONSTRUCT(&m->endpoints, opal_list_t);
+    OBJ_CONSTRUCT(&m->active, opal_list_t);
+    OBJ_CONSTRUCT(&m->graveyard, opal_list_t);
+    OBJ_CONSTRUCT(&m->eager_frags, opal_free_list_t);
+    OBJ_CONSTRUCT(&m->rdma_frags, opal_free_list_t);
+    OBJ_CONSTRUCT(&m->lock, opal_recursive_mutex_t);
+    m->frag_size = sizeof(mca_btl_siwarp_hdr_t) + m->super.btl_max_send_size;
+
+    rc = siwarp_ctx_create(&m->ctx);
+    if (rc < 0) {
+        BTL_VERBOSE(("siwarp: siwarp_ctx_create: %s", strerror(-rc)));
+        return mca_btl_siwarp_errno_to_opal(rc);
+    }
+    rc = siwarp_alloc_pd(m->ctx, &m->pd);
+    if (rc < 0) {
+        return mca_btl_siwarp_errno_to_opal(rc);
+    }
+    rc = siwarp_create_cq(m->ctx, 4 * c->sq_depth + 4096, &m->cq);
+    if (rc < 0) {
+        return mca_btl_siwarp_errno_to_opal(rc);
+    }
+    rc = mca_btl_siwarp_rcache_init(m);
+    if (OPAL_SUCCESS != rc) {
+        return rc;
+    }
+    rc = opal_free_list_init(&m->eager_frags, sizeof(mca_btl_siwarp_frag_t),
+                             opal_cache_line_size, OBJ_CLASS(mca_btl_siwarp_frag_t),
+                             m->frag_size, opal_cache_line_size, c->free_list_num,
+                             c->free_list_max, c->free_list_inc, NULL, 0, m->rcache,
+                             mca_btl_siwarp_frag_init, &m->eager_frags);
+    if (OPAL_SUCCESS != rc) {
+        return rc;
+    }
+    rc = opal_free_list_init(&m->rdma_frags, sizeof(mca_btl_siwarp_frag_t),
+                             opal_cache_line_size, OBJ_CLASS(mca_btl_siwarp_frag_t), 0, 0,
+                             64, -1, 64, NULL, 0, NULL, NULL, NULL);
+    if (OPAL_SUCCESS != rc) {
+        return rc;
+    }
+    return setup_interfaces(m);
+}
+
+static mca_btl_base_module_t **siwarp_component_init(int *num_btls, bool progress_threads,
+                                                     bool mpi_threads)
+{
+    mca_btl_siwarp_component_t *c = &mca_btl_siwarp_component;
+    mca_btl_siwarp_module_t *m;
+    mca_btl_base_module_t **btls;
+    int rc;
+    (void) progress_threads;
+    (void) mpi_threads;
+
+    *num_btls = 0;
+    if (OPAL_SUCCESS != siwarp_verify_params() ||
+        OPAL_SUCCESS != mca_btl_base_param_verify(&param_module)) {
+        return NULL;
+    }
+    m = calloc(1, sizeof(*m));
+    btls = malloc(sizeof(*btls));
+    if (NULL == m || NULL == btls) {
+        free(m);
+        free(btls);
+        return NULL;
+    }
+    rc = module_init(m);
+    if (OPAL_SUCCESS != rc) {
+        BTL_VERBOSE(("siwarp: module init failed: %d", rc));
+        m->super.btl_finalize(&m->super);
+        free(btls);
+        return NULL;
+    }
+    OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &c->super.btl_version, m->modex,
+                    (size_t) m->num_listen * sizeof(m->modex[0]));
+    if (OPAL_SUCCESS != rc) {
+        m->super.btl_finalize(&m->super);
+        free(btls);
+        return NULL;
+    }
+    if (c->progress_thread && c->mpa &&
+        OPAL_SUCCESS != mca_btl_siwarp_module_start_thread(m)) {
+        BTL_ERROR(("siwarp: could not start the progress thread; continuing without"));
+    }
+    c->module = m;
+    btls[0] = &m->super;
+    *num_btls = 1;
+    return btls;
+}
+
+/* ---- progress ------------------------------------------------------------------- */
+
+int mca_btl_siwarp_progress_module(mca_btl_siwarp_module_t *m)
+{
+    struct siwarp_wc wc[16];
+    int count = 0, n;
+
+    OPAL_THREAD_LOCK(&m->lock);
+    for (int i = 0; i < m->num_listen; i++) {
+        struct siwarp_conn_req *req;
+        if (m->listen[i].listener) {
+            while (0 == siwarp_get_conn_request(m->listen[i].listener, &req)) {
+                mca_btl_siwarp_ep_handle_conn_req(m, req);
+                count++;
+            }
+        }
+        if (m->listen[i].tcp_fd >= 0) {
+            mca_btl_siwarp_tcp_accept(m, m->listen[i].tcp_fd);
+        }
+    }
+    {
+        opal_list_item_t *it = opal_list_get_first(&m->active);
+        while (it != opal_list_get_end(&m->active)) {
+            opal_list_item_t *nx = opal_list_get_next(it);
+            mca_btl_siwarp_endpoint_t *e = (mca_btl_siwarp_endpoint_t *)
+                ((char *) it - offsetof(mca_btl_siwarp_endpoint_t, active_item));
+            if (MCA_BTL_SIWARP_EP_CONNECTING == e->state) {
+                count += mca_btl_siwarp_ep_progress_connect(e);
+            }
+            if (MCA_BTL_SIWARP_EP_CONNECTED == e->state &&
+                MCA_BTL_SIWARP_TR_TCP == e->transport) {
+                count += mca_btl_siwarp_tcp_progress(e);
+            } else if (MCA_BTL_SIWARP_EP_CONNECTING != e->state) {
+                opal_list_remove_item(&m->active, it);
+                e->on_active = 0;
+            }
+            it = nx;
+        }
+    }
+    if (m->cq) {
+        while ((n = siwarp_poll_cq(m->cq, 16, wc)) > 0) {
+            for (int i = 0; i < n; i++) {
+                count += mca_btl_siwarp_ep_handle_wc(m, &wc[i]);
+            }
+            if (n < 16) {
+                break;
+            }
+        }
+    }
+    OPAL_THREAD_UNLOCK(&m->lock);
+    return count;
+}
+
+static int siwarp_component_progress(void)
+{
+    mca_btl_siwarp_module_t *m = mca_btl_siwarp_component.module;
+    return m ? mca_btl_siwarp_progress_module(m) : 0;
+}

@@ -1,0 +1,1045 @@
+/*
+ * btl_siwarp_endpoint.c - per-peer connection state, credits and the iWARP
+ * data path (RDMAP Send / Write / Read work requests and their completions).
+ * The plain-TCP fallback transport lives in btl_siwarp_fallback.c.
+ */
+#include "btl_siwarp.h"
+#include "btl_siwarp_endpoint.h"
+#include "btl_siwarp_frag.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include "opal/mca/pmix/pmix.h"
+#include "opal/util/show_help.h"
+#include "opal/util/output.h"
+
+/* An outgoing QP abandoned after a lost simultaneous connect, or a failed
+ * one: its receive buffers stay allocated until finalize so that a late
+ * completion naming them never touches recycled memory. */
+typedef struct {
+    opal_list_item_t super;
+    struct siwarp_qp *qp;
+    mca_btl_siwarp_frag_t **frags;
+    int num_frags;
+} mca_btl_siwarp_grave_t;
+static OBJ_CLASS_INSTANCE(mca_btl_siwarp_grave_t, opal_list_item_t, NULL, NULL);
+
+static void ep_construct(mca_btl_siwarp_endpoint_t *ep)
+{
+    OBJ_CONSTRUCT(&ep->active_item, opal_list_item_t);
+    OBJ_CONSTRUCT(&ep->pending, opal_list_t);
+    OBJ_CONSTRUCT(&ep->tx_queue, opal_list_t);
+    OBJ_CONSTRUCT(&ep->gets_inflight, opal_list_t);
+    ep->on_active = 0;
+    ep->module = NULL;
+    ep->proc = NULL;
+    ep->addrs = NULL;
+    ep->num_addrs = ep->addr_idx = 0;
+    ep->state = MCA_BTL_SIWARP_EP_CLOSED;
+    ep->transport = MCA_BTL_SIWARP_TR_NONE;
+    ep->await_incoming = ep->warned_fallback = ep->had_traffic = 0;
+    ep->peer_rq = 0;
+    ep->qp = NULL;
+    ep->recv_frags = NULL;
+    ep->num_recv_frags = 0;
+    ep->send_credits = ep->send_ctrl = ep->owed_credits = ep->owed_ctrl = 0;
+    ep->sq_free = ep->credit_inflight = ep->outstanding = 0;
+    ep->fd = -1;
+    ep->tcp_connected = 0;
+    ep->rx_hdr_got = ep->rx_left = ep->rx_len = 0;
+    ep->rx_dst = ep->rx_buf = NULL;
+    ep->rx_get = NULL;
+}
+
+static void ep_destruct(mca_btl_siwarp_endpoint_t *ep)
+{
+    OBJ_DESTRUCT(&ep->active_item);
+    OBJ_DESTRUCT(&ep->pending);
+    OBJ_DESTRUCT(&ep->tx_queue);
+    OBJ_DESTRUCT(&ep->gets_inflight);
+    free(ep->addrs);
+    free(ep->rx_buf);
+}
+
+OBJ_CLASS_INSTANCE(mca_btl_siwarp_endpoint_t, opal_list_item_t, ep_construct, ep_destruct);
+
+static const char *const ep_state_name[MCA_BTL_SIWARP_EP_NUM_STATES] = {
+    [MCA_BTL_SIWARP_EP_CLOSED] = "CLOSED",
+    [MCA_BTL_SIWARP_EP_CONNECTING] = "CONNECTING",
+    [MCA_BTL_SIWARP_EP_CONNECTED] = "CONNECTED",
+    [MCA_BTL_SIWARP_EP_FAILED] = "FAILED",
+};
+
+/* allowed[old] is a bit mask of the states reachable from old */
+static const unsigned ep_state_allowed[MCA_BTL_SIWARP_EP_NUM_STATES] = {
+    [MCA_BTL_SIWARP_EP_CLOSED] = 1u << MCA_BTL_SIWARP_EP_CONNECTING
+                               | 1u << MCA_BTL_SIWARP_EP_CONNECTED
+                               | 1u << MCA_BTL_SIWARP_EP_FAILED,
+    [MCA_BTL_SIWARP_EP_CONNECTING] = 1u << MCA_BTL_SIWARP_EP_CONNECTED
+                                   | 1u << MCA_BTL_SIWARP_EP_CLOSED
+                                   | 1u << MCA_BTL_SIWARP_EP_FAILED
+                                   | 1u << MCA_BTL_SIWARP_EP_CONNECTING,
+    [MCA_BTL_SIWARP_EP_CONNECTED] = 1u << MCA_BTL_SIWARP_EP_FAILED
+                                  | 1u << MCA_BTL_SIWARP_EP_CLOSED,
+    [MCA_BTL_SIWARP_EP_FAILED] = 0,
+};
+
+void mca_btl_siwarp_ep_set_state(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_ep_state_t s)
+{
+    if (!(ep_state_allowed[ep->state] & (1u << s))) {
+        BTL_ERROR(("siwarp: endpoint %s: illegal state change %s => %s",
+                   OPAL_NAME_PRINT(ep->name), ep_state_name[ep->state], ep_state_name[s]));
+        return;
+    }
+    BTL_VERBOSE(("siwarp: endpoint %s: %s => %s", OPAL_NAME_PRINT(ep->name),
+                 ep_state_name[ep->state], ep_state_name[s]));
+    ep->state = s;
+}
+
+const char *mca_btl_siwarp_ep_peer_host(const mca_btl_siwarp_endpoint_t *ep)
+{
+    const char *h = ep->proc ? opal_get_proc_hostname(ep->proc) : NULL;
+    return h ? h : "unknown";
+}
+
+void mca_btl_siwarp_ep_activate(mca_btl_siwarp_endpoint_t *ep)
+{
+    if (!ep->on_active) {
+        opal_list_append(&ep->module->active, &ep->active_item);
+        ep->on_active = 1;
+    }
+}
+
+/* ---- creation ------------------------------------------------------------ */
+
+mca_btl_siwarp_endpoint_t *mca_btl_siwarp_ep_create(mca_btl_siwarp_module_t *m,
+                                                    opal_proc_t *proc)
+{
+    mca_btl_siwarp_modex_addr_t *data = NULL;
+    size_t size = 0;
+    int rc;
+
+    OPAL_MODEX_RECV(rc, &mca_btl_siwarp_component.super.btl_version, &proc->proc_name,
+                    (void **) &data, &size);
+    if (OPAL_SUCCESS != rc || NULL == data || 0 == size ||
+        0 != size % sizeof(*data)) {
+        BTL_VERBOSE(("siwarp: no usable modex from %s (rc %d, %zu bytes)",
+                     OPAL_NAME_PRINT(proc->proc_name), rc, size));
+        free(data);
+        return NULL;
+    }
+
+    mca_btl_siwarp_endpoint_t *ep = OBJ_NEW(mca_btl_siwarp_endpoint_t);
+    if (NULL == ep) {
+        free(data);
+        return NULL;
+    }
+    ep->module = m;
+    ep->proc = proc;
+    ep->name = proc->proc_name;
+    ep->addrs = data;
+    ep->num_addrs = (int) (size / sizeof(*data));
+    opal_list_append(&m->endpoints, &ep->super);
+    return ep;
+}
+
+mca_btl_siwarp_endpoint_t *mca_btl_siwarp_ep_lookup(mca_btl_siwarp_module_t *m,
+                                                    const opal_process_name_t *name,
+                                                    int create)
+{
+    mca_btl_siwarp_endpoint_t *ep;
+
+    OPAL_LIST_FOREACH(ep, &m->endpoints, mca_btl_siwarp_endpoint_t) {
+        if (0 == opal_compare_proc(ep->name, *name)) {
+            return ep;
+        }
+    }
+    if (!create) {
+        return NULL;
+    }
+    /* a peer connecting before ob1 added it (lazy add_procs) */
+    opal_proc_t *proc = opal_proc_for_name(*name);
+    return proc ? mca_btl_siwarp_ep_create(m, proc) : NULL;
+}
+
+/* ---- connection private data -------------------------------------------- */
+
+void mca_btl_siwarp_fill_conn_pd(mca_btl_siwarp_conn_pd_t *pd, int reason)
+{
+    opal_process_name_t me = OPAL_PROC_MY_NAME;
+
+    memset(pd, 0, sizeof(*pd));
+    pd->magic = htonl(MCA_BTL_SIWARP_CONN_MAGIC);
+    pd->version = MCA_BTL_SIWARP_CONN_VERSION;
+    pd->reason = (uint8_t) reason;
+    pd->rq_depth = htons((uint16_t) mca_btl_siwarp_component.rq_depth);
+    pd->jobid = htonl(me.jobid);
+    pd->vpid = htonl(me.vpid);
+}
+
+int mca_btl_siwarp_parse_conn_pd(const void *data, size_t len, mca_btl_siwarp_conn_pd_t *out)
+{
+    if (NULL == data || len < sizeof(*out)) {
+        return OPAL_ERR_BAD_PARAM;
+    }
+    memcpy(out, data, sizeof(*out));
+    if (ntohl(out->magic) != MCA_BTL_SIWARP_CONN_MAGIC ||
+        out->version != MCA_BTL_SIWARP_CONN_VERSION) {
+        return OPAL_ERR_BAD_PARAM;
+    }
+    out->rq_depth = ntohs(out->rq_depth);
+    out->jobid = ntohl(out->jobid);
+    out->vpid = ntohl(out->vpid);
+    if (0 == out->rq_depth) {
+        return OPAL_ERR_BAD_PARAM;
+    }
+    return OPAL_SUCCESS;
+}
+
+/* ---- iWARP QP setup ------------------------------------------------------ */
+
+static void conn_param(struct siwarp_conn_param *p, mca_btl_siwarp_conn_pd_t *pd, int reason)
+{
+    mca_btl_siwarp_component_t *c = &mca_btl_siwarp_component;
+
+    siwarp_conn_param_default(p);
+    p->mpa_rev = c->mpa_rev;
+    p->crc = c->crc;
+    p->markers = c->markers;
+    p->p2p = c->p2p;
+    p->rtr = c->rtr;
+    p->ird = p->ord = (uint16_t) c->ird_ord;
+    p->mulpdu = (uint32_t) c->mulpdu;
+    p->v1_fallback = 1;
+    p->markers_fallback = 1;
+    p->timeout_ms = c->connect_timeout;
+    mca_btl_siwarp_fill_conn_pd(pd, reason);
+    p->private_data = pd;
+    p->private_data_len = sizeof(*pd);
+}
+
+static int post_recv_frag(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag)
+{
+    struct siwarp_sge sge = {
+        .addr = frag->hdr,
+        .length = (uint32_t) ep->module->frag_size,
+        .lkey = frag->lkey,
+    };
+    struct siwarp_recv_wr wr = {
+        .wr_id = (uint64_t) (uintptr_t) frag, .next = NULL, .sg_list = &sge, .num_sge = 1,
+    };
+    struct siwarp_recv_wr *bad;
+    return siwarp_post_recv(ep->qp, &wr, &bad);
+}
+
+/* Create the QP and post every receive before any MPA exchange, so no Send
+ * can ever arrive without a buffer. */
+static int qp_create(mca_btl_siwarp_endpoint_t *ep)
+{
+    mca_btl_siwarp_module_t *m = ep->module;
+    mca_btl_siwarp_component_t *c = &mca_btl_siwarp_component;
+    int nrecv = c->rq_depth + MCA_BTL_SIWARP_CTRL_CREDITS;
+    struct siwarp_qp_init_attr attr = {
+        .send_cq = m->cq, .recv_cq = m->cq,
+        .max_send_wr = (uint32_t) c->sq_depth,
+        .max_recv_wr = (uint32_t) nrecv,
+        .max_sge = 2,
+        .max_inline = (uint32_t) c->max_inline,
+        .sq_sig_all = 0,
+    };
+    int rc, i;
+
+    rc = siwarp_create_qp(m->pd, &attr, &ep->qp);
+    if (rc < 0) {
+        BTL_ERROR(("siwarp: siwarp_create_qp: %s", strerror(-rc)));
+        ep->qp = NULL;
+        return mca_btl_siwarp_errno_to_opal(rc);
+    }
+    siwarp_qp_set_context(ep->qp, ep);
+    ep->recv_frags = calloc((size_t) nrecv, sizeof(*ep->recv_frags));
+    if (NULL == ep->recv_frags) {
+        rc = OPAL_ERR_OUT_OF_RESOURCE;
+        goto err_qp;
+    }
+    for (i = 0; i < nrecv; i++) {
+        mca_btl_siwarp_frag_t *frag = mca_btl_siwarp_frag_alloc_eager(m);
+        if (NULL == frag) {
+            rc = OPAL_ERR_OUT_OF_RESOURCE;
+            goto err_frags;
+        }
+        frag->type = MCA_BTL_SIWARP_FRAG_RECV;
+        frag->endpoint = ep;
+        ep->recv_frags[i] = frag;
+        ep->num_recv_frags = i + 1;
+        rc = post_recv_frag(ep, frag);
+        if (rc < 0) {
+            BTL_ERROR(("siwarp: siwarp_post_recv before connect: %s", strerror(-rc)));
+            rc = mca_btl_siwarp_errno_to_opal(rc);
+            goto err_frags;
+        }
+    }
+    ep->sq_free = c->sq_depth;
+    ep->owed_credits = ep->owed_ctrl = 0;
+    ep->outstanding = 0;
+    ep->credit_inflight = 0;
+    return OPAL_SUCCESS;
+
+err_frags:
+    for (i = 0; i < ep->num_recv_frags; i++) {
+        ep->recv_frags[i]->type = MCA_BTL_SIWARP_FRAG_SEND;
+        mca_btl_siwarp_frag_return(ep->recv_frags[i]);
+    }
+    free(ep->recv_frags);
+    ep->recv_frags = NULL;
+    ep->num_recv_frags = 0;
+err_qp:
+    siwarp_destroy_qp(ep->qp);
+    ep->qp = NULL;
+    return rc;
+}
+
+/* Detach the QP from the endpoint; it and its buffers wait for finalize. */
+static void qp_abandon(mca_btl_siwarp_endpoint_t *ep)
+{
+    mca_btl_siwarp_grave_t *g;
+
+    if (NULL == ep->qp) {
+        return;
+    }
+    siwarp_qp_to_error(ep->qp);
+    siwarp_qp_set_context(ep->qp, NULL);
+    g = OBJ_NEW(mca_btl_siwarp_grave_t);
+    g->qp = ep->qp;
+    g->frags = ep->recv_frags;
+    g->num_frags = ep->num_recv_frags;
+    for (int i = 0; i < g->num_frags; i++) {
+        g->frags[i]->endpoint = NULL;        /* completions naming it are stale */
+    }
+    opal_list_append(&ep->module->graveyard, &g->super);
+    ep->qp = NULL;
+    ep->recv_frags = NULL;
+    ep->num_recv_frags = 0;
+}
+
+void mca_btl_siwarp_graveyard_clear(mca_btl_siwarp_module_t *m)
+{
+    mca_btl_siwarp_grave_t *g;
+
+    while (NULL != (g = (mca_btl_siwarp_grave_t *) opal_list_remove_first(&m->graveyard))) {
+        siwarp_destroy_qp(g->qp);
+        for (int i = 0; i < g->num_frags; i++) {
+            g->frags[i]->type = MCA_BTL_SIWARP_FRAG_SEND;
+            mca_btl_siwarp_frag_return(g->frags[i]);
+        }
+        free(g->frags);
+        OBJ_RELEASE(g);
+    }
+}
+
+/* ---- connecting ------------------------------------------------------------ */
+
+static int addr_usable(mca_btl_siwarp_endpoint_t *ep, const mca_btl_siwarp_modex_addr_t *a)
+{
+    int local = ep->proc && OPAL_PROC_ON_LOCAL_NODE(ep->proc->proc_flags);
+    if (a->loopback && !local) {
+        return 0;
+    }
+    for (int i = 0; i < ep->module->num_listen; i++) {
+        if (ep->module->modex[i].family == a->family) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Next address to try, or NULL.  Loopback first for a peer on this node. */
+const mca_btl_siwarp_modex_addr_t *mca_btl_siwarp_ep_next_addr(mca_btl_siwarp_endpoint_t *ep)
+{
+    int local = ep->proc && OPAL_PROC_ON_LOCAL_NODE(ep->proc->proc_flags);
+    /* indexes 0..n-1: loopback pass, n..2n-1: the rest */
+    while (ep->addr_idx < 2 * ep->num_addrs) {
+        int pass = ep->addr_idx / ep->num_addrs;
+        const mca_btl_siwarp_modex_addr_t *a = &ep->addrs[ep->addr_idx % ep->num_addrs];
+        ep->addr_idx++;
+        if (!addr_usable(ep, a)) {
+            continue;
+        }
+        if (local ? (pass == 0) == !!a->loopback : pass == 1) {
+            return a;
+        }
+    }
+    return NULL;
+}
+
+void mca_btl_siwarp_modex_to_sockaddr(const mca_btl_siwarp_modex_addr_t *a, uint16_t port_be,
+                                      struct sockaddr_storage *ss, socklen_t *len)
+{
+    memset(ss, 0, sizeof(*ss));
+    if (4 == a->family) {
+        struct sockaddr_in *in = (struct sockaddr_in *) ss;
+        in->sin_family = AF_INET;
+        in->sin_port = port_be;
+        memcpy(&in->sin_addr, a->addr, 4);
+        *len = sizeof(*in);
+    } else {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *) ss;
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = port_be;
+        memcpy(&in6->sin6_addr, a->addr, 16);
+        *len = sizeof(*in6);
+    }
+}
+
+void mca_btl_siwarp_ep_show_fallback(mca_btl_siwarp_endpoint_t *ep, const char *why)
+{
+    if (!ep->warned_fallback) {
+        ep->warned_fallback = 1;
+        opal_show_help("help-mpi-btl-siwarp.txt", "tcp fallback", true,
+                       opal_process_info.nodename, OPAL_NAME_PRINT(ep->name),
+                       mca_btl_siwarp_ep_peer_host(ep), why);
+    }
+}
+
+/* Switch this endpoint to framed TCP, or fail it if fallback is an error. */
+static int start_fallback(mca_btl_siwarp_endpoint_t *ep, const char *why)
+{
+    if (MCA_BTL_SIWARP_FALLBACK_ERROR == mca_btl_siwarp_component.fallback) {
+        opal_show_help("help-mpi-btl-siwarp.txt", "fallback refused", true,
+                       opal_process_info.nodename, OPAL_NAME_PRINT(ep->name),
+                       mca_btl_siwarp_ep_peer_host(ep), why);
+        mca_btl_siwarp_ep_fail(ep, why, 0);
+        return OPAL_ERR_UNREACH;
+    }
+    mca_btl_siwarp_ep_show_fallback(ep, why);
+    ep->transport = MCA_BTL_SIWARP_TR_TCP;
+    ep->addr_idx = 0;
+    return mca_btl_siwarp_tcp_connect(ep);
+}
+
+static int start_iwarp(mca_btl_siwarp_endpoint_t *ep)
+{
+    const mca_btl_siwarp_modex_addr_t *a;
+    struct siwarp_conn_param p;
+    mca_btl_siwarp_conn_pd_t pd;
+    struct sockaddr_storage ss;
+    socklen_t len;
+    int rc;
+
+    while (NULL != (a = mca_btl_siwarp_ep_next_addr(ep))) {
+        if (!(a->flags & MCA_BTL_SIWARP_ADDR_F_IWARP)) {
+            continue;
+        }
+        rc = qp_create(ep);
+        if (OPAL_SUCCESS != rc) {
+            return rc;
+        }
+        mca_btl_siwarp_modex_to_sockaddr(a, a->iwarp_port, &ss, &len);
+        conn_param(&p, &pd, MCA_BTL_SIWARP_CONN_OK);
+        rc = siwarp_connect(ep->qp, (struct sockaddr *) &ss, len, &p);
+        if (0 == rc) {
+            ep->transport = MCA_BTL_SIWARP_TR_IWARP;
+            return OPAL_SUCCESS;
+        }
+        BTL_VERBOSE(("siwarp: siwarp_connect to %s: %s", OPAL_NAME_PRINT(ep->name),
+                     strerror(-rc)));
+        qp_abandon(ep);
+    }
+    return OPAL_ERR_UNREACH;
+}
+
+static int peer_speaks_iwarp(const mca_btl_siwarp_endpoint_t *ep)
+{
+    for (int i = 0; i < ep->num_addrs; i++) {
+        if (ep->addrs[i].flags & MCA_BTL_SIWARP_ADDR_F_IWARP) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int ep_start_connect(mca_btl_siwarp_endpoint_t *ep)
+{
+    int rc;
+
+    mca_btl_siwarp_ep_set_state(ep, MCA_BTL_SIWARP_EP_CONNECTING);
+    mca_btl_siwarp_ep_activate(ep);
+    ep->addr_idx = 0;
+    ep->await_incoming = 0;
+    if (!mca_btl_siwarp_component.mpa) {
+        return start_fallback(ep, "MPA is disabled here (btl_siwarp_mpa=0)");
+    }
+    if (!peer_speaks_iwarp(ep)) {
+        return start_fallback(ep, "MPA is disabled at the peer (btl_siwarp_mpa=0)");
+    }
+    rc = start_iwarp(ep);
+    if (OPAL_SUCCESS != rc) {
+        mca_btl_siwarp_ep_fail(ep, "no published address accepted a connection", 1);
+    }
+    return rc;
+}
+
+/* Outgoing QP left CONNECTING: decide between retry, fallback and failure. */
+static void iwarp_connect_failed(mca_btl_siwarp_endpoint_t *ep, struct siwarp_qp_attr *attr)
+{
+    mca_btl_siwarp_conn_pd_t pd;
+    char why[192];
+    int err = attr->error;
+
+    if (OPAL_SUCCESS == mca_btl_siwarp_parse_conn_pd(attr->peer_private_data,
+                                                     attr->peer_private_data_len, &pd) &&
+        MCA_BTL_SIWARP_CONN_DUP == pd.reason) {
+        /* simultaneous connect lost: the peer's connection to us is the one */
+        BTL_VERBOSE(("siwarp: %s keeps its own connection; waiting for it",
+                     OPAL_NAME_PRINT(ep->name)));
+        qp_abandon(ep);
+        ep->await_incoming = 1;
+        return;
+    }
+    qp_abandon(ep);
+    if (-ECONNREFUSED == err || -EHOSTUNREACH == err || -ENETUNREACH == err ||
+        -ETIMEDOUT == err || -EADDRNOTAVAIL == err) {
+        /* TCP did not get through: another address, or unreachable */
+        if (OPAL_SUCCESS == start_iwarp(ep)) {
+            return;
+        }
+        snprintf(why, sizeof(why), "%s", attr->error_str[0] ? attr->error_str : strerror(-err));
+        mca_btl_siwarp_ep_fail(ep, why, 1);
+        return;
+    }
+    /* TCP got through but MPA did not: the peer cannot speak iWARP with us */
+    snprintf(why, sizeof(why), "MPA negotiation failed: %s",
+             attr->error_str[0] ? attr->error_str : (err ? strerror(-err) : "rejected"));
+    start_fallback(ep, why);
+}
+
+int mca_btl_siwarp_ep_progress_connect(mca_btl_siwarp_endpoint_t *ep)
+{
+    struct siwarp_qp_attr attr;
+    mca_btl_siwarp_conn_pd_t pd;
+    int rc;
+
+    if (MCA_BTL_SIWARP_EP_CONNECTING != ep->state) {
+        return 0;
+    }
+    if (MCA_BTL_SIWARP_TR_TCP == ep->transport) {
+        return mca_btl_siwarp_tcp_progress_connect(ep);
+    }
+    if (NULL == ep->qp) {
+        return 0;           /* awaiting the peer's connection */
+    }
+    rc = siwarp_query_qp(ep->qp, &attr);
+    if (rc < 0) {
+        return 0;
+    }
+    switch (attr.state) {
+    case SIWARP_QPS_IDLE:
+    case SIWARP_QPS_CONNECTING:
+        return 0;
+    case SIWARP_QPS_RTS:
+        if (OPAL_SUCCESS != mca_btl_siwarp_parse_conn_pd(attr.peer_private_data,
+                                                         attr.peer_private_data_len, &pd)) {
+            if (0 == ep->peer_rq) {
+                mca_btl_siwarp_ep_fail(ep, "peer sent no siwarp BTL private data", 1);
+                return 1;
+            }
+            pd.rq_depth = (uint16_t) ep->peer_rq;
+        }
+        BTL_VERBOSE(("siwarp: %s connected: MPA rev %d crc %d markers %d rtr %d mulpdu %u",
+                     OPAL_NAME_PRINT(ep->name), attr.mpa_rev, attr.crc, attr.markers,
+                     attr.rtr, attr.mulpdu));
+        mca_btl_siwarp_ep_connected(ep, MCA_BTL_SIWARP_TR_IWARP, pd.rq_depth);
+        return 1;
+    default:
+        iwarp_connect_failed(ep, &attr);
+        return 1;
+    }
+}
+
+void mca_btl_siwarp_ep_connected(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_transport_t tr,
+                                 int peer_rq_depth)
+{
+    ep->transport = tr;
+    ep->await_incoming = 0;
+    ep->send_credits = peer_rq_depth;
+    ep->send_ctrl = MCA_BTL_SIWARP_CTRL_CREDITS;
+    mca_btl_siwarp_ep_set_state(ep, MCA_BTL_SIWARP_EP_CONNECTED);
+    mca_btl_siwarp_ep_progress_pending(ep);
+}
+
+/* Lower process name keeps its outgoing connection.  Returns 1 when the
+ * incoming connection should be accepted (abandoning ours, if any). */
+int mca_btl_siwarp_ep_accept_incoming(mca_btl_siwarp_endpoint_t *ep)
+{
+    switch (ep->state) {
+    case MCA_BTL_SIWARP_EP_CLOSED:
+        return 1;
+    case MCA_BTL_SIWARP_EP_CONNECTING:
+        if (ep->await_incoming) {
+            return 1;
+        }
+        if (opal_compare_proc(OPAL_PROC_MY_NAME, ep->name) < 0) {
+            return 0;           /* we are lower: ours wins */
+        }
+        if (MCA_BTL_SIWARP_TR_TCP == ep->transport) {
+            mca_btl_siwarp_tcp_close(ep);
+        } else {
+            qp_abandon(ep);
+        }
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+void mca_btl_siwarp_ep_handle_conn_req(mca_btl_siwarp_module_t *m, struct siwarp_conn_req *req)
+{
+    struct siwarp_conn_param theirs, p;
+    struct sockaddr_storage peer;
+    mca_btl_siwarp_conn_pd_t pd, rej;
+    opal_process_name_t name;
+    mca_btl_siwarp_endpoint_t *ep;
+    int rc;
+
+    if (siwarp_conn_req_param(req, &theirs, &peer) < 0 ||
+        OPAL_SUCCESS != mca_btl_siwarp_parse_conn_pd(theirs.private_data,
+                                                     theirs.private_data_len, &pd)) {
+        BTL_VERBOSE(("siwarp: rejecting a connection without siwarp BTL private data"));
+        mca_btl_siwarp_fill_conn_pd(&rej, MCA_BTL_SIWARP_CONN_UNKNOWN);
+        siwarp_reject(req, &rej, sizeof(rej));
+        return;
+    }
+    name.jobid = pd.jobid;
+    name.vpid = pd.vpid;
+    ep = mca_btl_siwarp_ep_lookup(m, &name, 1);
+    if (NULL == ep || !mca_btl_siwarp_ep_accept_incoming(ep)) {
+        BTL_VERBOSE(("siwarp: rejecting connection from %s (%s)", OPAL_NAME_PRINT(name),
+                     ep ? "duplicate" : "unknown peer"));
+        mca_btl_siwarp_fill_conn_pd(&rej, ep ? MCA_BTL_SIWARP_CONN_DUP
+                                             : MCA_BTL_SIWARP_CONN_UNKNOWN);
+        siwarp_reject(req, &rej, sizeof(rej));
+        return;
+    }
+    if (MCA_BTL_SIWARP_EP_CLOSED == ep->state) {
+        mca_btl_siwarp_ep_set_state(ep, MCA_BTL_SIWARP_EP_CONNECTING);
+    }
+    ep->transport = MCA_BTL_SIWARP_TR_IWARP;
+    ep->await_incoming = 0;
+    ep->peer_rq = pd.rq_depth;
+    rc = qp_create(ep);
+    if (OPAL_SUCCESS != rc) {
+        mca_btl_siwarp_fill_conn_pd(&rej, MCA_BTL_SIWARP_CONN_UNKNOWN);
+        siwarp_reject(req, &rej, sizeof(rej));
+        mca_btl_siwarp_ep_fail(ep, "could not create a queue pair", 1);
+        return;
+    }
+    conn_param(&p, &rej, MCA_BTL_SIWARP_CONN_OK);
+    /* we answer with the peer's negotiated choices where the API lets us */
+    rc = siwarp_accept(req, ep->qp, &p);
+    if (rc < 0) {
+        qp_abandon(ep);
+        mca_btl_siwarp_ep_set_state(ep, MCA_BTL_SIWARP_EP_CLOSED);
+        BTL_VERBOSE(("siwarp: siwarp_accept: %s", strerror(-rc)));
+        return;
+    }
+    mca_btl_siwarp_ep_activate(ep);
+    /* peer's rq_depth is in its request; RTS is noticed by progress_connect,
+     * which reads the same private data back through siwarp_query_qp */
+}
+
+/* ---- failure ------------------------------------------------------------- */
+
+static void report_qp_error(mca_btl_siwarp_endpoint_t *ep, const char *why)
+{
+    struct siwarp_qp_attr attr;
+    const char *host = opal_process_info.nodename;
+    const char *peer_host = mca_btl_siwarp_ep_peer_host(ep);
+
+    if (ep->qp && 0 == siwarp_query_qp(ep->qp, &attr)) {
+        if (attr.term_recv) {
+            opal_show_help("help-mpi-btl-siwarp.txt", "terminate received", true, host,
+                           OPAL_NAME_PRINT(ep->name), peer_host, attr.term_recv,
+                           siwarp_term_str(attr.term_recv));
+            return;
+        }
+        if (attr.term_sent && strstr(siwarp_term_str(attr.term_sent), "CRC")) {
+            opal_show_help("help-mpi-btl-siwarp.txt", "crc error", true, host,
+                           OPAL_NAME_PRINT(ep->name), peer_host,
+                           siwarp_term_str(attr.term_sent));
+            return;
+        }
+        if (attr.term_sent) {
+            opal_show_help("help-mpi-btl-siwarp.txt", "terminate sent", true, host,
+                           OPAL_NAME_PRINT(ep->name), peer_host, attr.term_sent,
+                           siwarp_term_str(attr.term_sent));
+            return;
+        }
+        if (attr.error_str[0]) {
+            why = attr.error_str;
+        }
+    }
+    opal_show_help("help-mpi-btl-siwarp.txt", "peer hung up", true, host,
+                   OPAL_NAME_PRINT(ep->name), peer_host, why);
+}
+
+/* Fail every queued frag and tell the PML.  show: 1 unreachable (connect),
+ * 2 connection lost, 0 already reported. */
+void mca_btl_siwarp_ep_fail(mca_btl_siwarp_endpoint_t *ep, const char *why, int show)
+{
+    mca_btl_siwarp_module_t *m = ep->module;
+    mca_btl_siwarp_frag_t *frag;
+
+    if (MCA_BTL_SIWARP_EP_FAILED == ep->state) {
+        return;
+    }
+    if (!m->finalizing) {
+        if (1 == show) {
+            opal_show_help("help-mpi-btl-siwarp.txt", "unreachable peer", true,
+                           opal_process_info.nodename, OPAL_NAME_PRINT(ep->name),
+                           mca_btl_siwarp_ep_peer_host(ep), why);
+        } else if (2 == show) {
+            report_qp_error(ep, why);
+        }
+    }
+    mca_btl_siwarp_ep_set_state(ep, MCA_BTL_SIWARP_EP_FAILED);
+    if (ep->qp) {
+        siwarp_qp_to_error(ep->qp);     /* posted work completes with flush status */
+    }
+    if (MCA_BTL_SIWARP_TR_TCP == ep->transport) {
+        mca_btl_siwarp_tcp_close(ep);
+    }
+    while (NULL != (frag = (mca_btl_siwarp_frag_t *) opal_list_remove_first(&ep->pending))) {
+        mca_btl_siwarp_frag_complete(m, frag, OPAL_ERR_UNREACH);
+    }
+    if (m->error_cb && !m->finalizing && ep->proc && 0 != show) {
+        char info[256];
+        snprintf(info, sizeof(info), "siwarp connection to %s failed: %s",
+                 OPAL_NAME_PRINT(ep->name), why);
+        m->error_cb(&m->super, MCA_BTL_ERROR_FLAGS_NONFATAL, ep->proc, info);
+    }
+}
+
+void mca_btl_siwarp_ep_release(mca_btl_siwarp_endpoint_t *ep)
+{
+    mca_btl_siwarp_frag_t *frag;
+
+    if (ep->on_active) {
+        opal_list_remove_item(&ep->module->active, &ep->active_item);
+        ep->on_active = 0;
+    }
+    while (NULL != (frag = (mca_btl_siwarp_frag_t *) opal_list_remove_first(&ep->pending))) {
+        mca_btl_siwarp_frag_complete(ep->module, frag, OPAL_ERR_UNREACH);
+    }
+    if (MCA_BTL_SIWARP_TR_TCP == ep->transport) {
+        mca_btl_siwarp_tcp_close(ep);
+    }
+    qp_abandon(ep);
+    opal_list_remove_item(&ep->module->endpoints, &ep->super);
+    OBJ_RELEASE(ep);
+}
+
+/* ---- the iWARP data path ---------------------------------------------------- */
+
+static void fill_credits(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_hdr_t *hdr)
+{
+    int32_t c = ep->owed_credits > 0xffff ? 0xffff : ep->owed_credits;
+    int32_t cc = ep->owed_ctrl > 0xffff ? 0xffff : ep->owed_ctrl;
+    hdr->credits = htons((uint16_t) c);
+    hdr->ctrl_credits = htons((uint16_t) cc);
+    hdr->reserved = 0;
+    ep->owed_credits -= c;
+    ep->owed_ctrl -= cc;
+}
+
+static void unfill_credits(mca_btl_siwarp_endpoint_t *ep, const mca_btl_siwarp_hdr_t *hdr)
+{
+    ep->owed_credits += ntohs(hdr->credits);
+    ep->owed_ctrl += ntohs(hdr->ctrl_credits);
+}
+
+/* Post one frag on the QP.  OPAL_ERR_RESOURCE_BUSY: no credit / SQ slot. */
+static int iwarp_post(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag)
+{
+    struct siwarp_send_wr wr, *bad;
+    struct siwarp_sge sge;
+    int rc;
+
+    if (ep->sq_free <= 0) {
+        return OPAL_ERR_RESOURCE_BUSY;
+    }
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id = (uint64_t) (uintptr_t) frag;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.send_flags = SIWARP_SEND_SIGNALED;
+
+    switch (frag->type) {
+    case MCA_BTL_SIWARP_FRAG_SEND:
+        if (ep->send_credits <= 0) {
+            return OPAL_ERR_RESOURCE_BUSY;
+        }
+        frag->hdr->type = MCA_BTL_SIWARP_MSG_AM;
+        frag->hdr->tag = frag->tag;
+        fill_credits(ep, frag->hdr);
+        sge.addr = frag->hdr;
+        sge.length = (uint32_t) (sizeof(mca_btl_siwarp_hdr_t) + frag->segments[0].seg_len);
+        sge.lkey = frag->lkey;
+        wr.opcode = SIWARP_WR_SEND;
+        break;
+    case MCA_BTL_SIWARP_FRAG_PUT:
+    case MCA_BTL_SIWARP_FRAG_GET:
+        sge.addr = frag->local_address;
+        sge.length = (uint32_t) frag->rdma_size;
+        sge.lkey = frag->local_stag;
+        wr.opcode = MCA_BTL_SIWARP_FRAG_PUT == frag->type ? SIWARP_WR_WRITE : SIWARP_WR_READ;
+        wr.rdma.remote_addr = frag->remote_address;
+        wr.rdma.rkey = frag->remote_stag;
+        if (0 == frag->rdma_size) {
+            wr.num_sge = 0;
+        }
+        break;
+    default:
+        return OPAL_ERR_BAD_PARAM;
+    }
+
+    frag->endpoint = ep;
+    rc = siwarp_post_send(ep->qp, &wr, &bad);
+    if (rc < 0) {
+        if (MCA_BTL_SIWARP_FRAG_SEND == frag->type) {
+            unfill_credits(ep, frag->hdr);
+        }
+        if (-EAGAIN == rc || -ENOMEM == rc) {
+            return OPAL_ERR_RESOURCE_BUSY;
+        }
+        BTL_ERROR(("siwarp: siwarp_post_send to %s: %s", OPAL_NAME_PRINT(ep->name),
+                   strerror(-rc)));
+        return mca_btl_siwarp_errno_to_opal(rc);
+    }
+    if (MCA_BTL_SIWARP_FRAG_SEND == frag->type) {
+        ep->send_credits--;
+    }
+    ep->sq_free--;
+    ep->outstanding++;
+    ep->had_traffic = 1;
+    return OPAL_SUCCESS;
+}
+
+/* Explicit credit return, when the peer may be starving and we have no
+ * AM Send to carry the credits. */
+static void maybe_send_credit(mca_btl_siwarp_endpoint_t *ep)
+{
+    struct siwarp_send_wr wr, *bad;
+    struct siwarp_sge sge;
+    mca_btl_siwarp_frag_t *frag;
+    int threshold = mca_btl_siwarp_component.credit_threshold;
+
+    if (MCA_BTL_SIWARP_TR_IWARP != ep->transport ||
+        MCA_BTL_SIWARP_EP_CONNECTED != ep->state ||
+        ep->owed_credits < threshold || ep->send_ctrl <= 0 || ep->sq_free <= 0) {
+        return;
+    }
+    if (!opal_list_is_empty(&ep->pending) && ep->send_credits > 0) {
+        return;     /* a queued Send will carry them */
+    }
+    frag = mca_btl_siwarp_frag_alloc_eager(ep->module);
+    if (NULL == frag) {
+        return;
+    }
+    frag->type = MCA_BTL_SIWARP_FRAG_CREDIT;
+    frag->endpoint = ep;
+    frag->hdr->type = MCA_BTL_SIWARP_MSG_CREDIT;
+    frag->hdr->tag = 0;
+    fill_credits(ep, frag->hdr);
+    sge.addr = frag->hdr;
+    sge.length = sizeof(mca_btl_siwarp_hdr_t);
+    sge.lkey = frag->lkey;
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id = (uint64_t) (uintptr_t) frag;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = SIWARP_WR_SEND;
+    wr.send_flags = SIWARP_SEND_SIGNALED;
+    if (siwarp_post_send(ep->qp, &wr, &bad) < 0) {
+        unfill_credits(ep, frag->hdr);
+        mca_btl_siwarp_frag_return(frag);
+        return;
+    }
+    ep->send_ctrl--;
+    ep->sq_free--;
+    ep->outstanding++;
+}
+
+void mca_btl_siwarp_ep_progress_pending(mca_btl_siwarp_endpoint_t *ep)
+{
+    mca_btl_siwarp_frag_t *frag;
+    int rc;
+
+    if (MCA_BTL_SIWARP_EP_CONNECTED != ep->state) {
+        return;
+    }
+    while (NULL != (frag = (mca_btl_siwarp_frag_t *) opal_list_get_first(&ep->pending)) &&
+           &frag->base.super.super != opal_list_get_end(&ep->pending)) {
+        if (MCA_BTL_SIWARP_TR_TCP == ep->transport) {
+            opal_list_remove_first(&ep->pending);
+            rc = mca_btl_siwarp_tcp_submit(ep, frag);
+        } else {
+            rc = iwarp_post(ep, frag);
+            if (OPAL_ERR_RESOURCE_BUSY == rc) {
+                break;
+            }
+            opal_list_remove_first(&ep->pending);
+        }
+        if (OPAL_SUCCESS != rc) {
+            mca_btl_siwarp_frag_complete(ep->module, frag, rc);
+            mca_btl_siwarp_ep_fail(ep, "posting a work request failed", 2);
+            return;
+        }
+    }
+    maybe_send_credit(ep);
+}
+
+int mca_btl_siwarp_ep_submit(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag)
+{
+    int rc;
+
+    frag->endpoint = ep;
+    switch (ep->state) {
+    case MCA_BTL_SIWARP_EP_FAILED:
+        return OPAL_ERR_UNREACH;
+    case MCA_BTL_SIWARP_EP_CLOSED:
+        opal_list_append(&ep->pending, &frag->base.super.super);
+        rc = ep_start_connect(ep);
+        if (MCA_BTL_SIWARP_EP_FAILED == ep->state) {
+            return OPAL_SUCCESS;    /* frag already completed with an error */
+        }
+        (void) rc;
+        return OPAL_SUCCESS;
+    case MCA_BTL_SIWARP_EP_CONNECTING:
+        opal_list_append(&ep->pending, &frag->base.super.super);
+        return OPAL_SUCCESS;
+    default:
+        break;
+    }
+    if (!opal_list_is_empty(&ep->pending)) {
+        /* keep order: put before FIN, sends in sequence */
+        opal_list_append(&ep->pending, &frag->base.super.super);
+        mca_btl_siwarp_ep_progress_pending(ep);
+        return OPAL_SUCCESS;
+    }
+    if (MCA_BTL_SIWARP_TR_TCP == ep->transport) {
+        return mca_btl_siwarp_tcp_submit(ep, frag);
+    }
+    rc = iwarp_post(ep, frag);
+    if (OPAL_ERR_RESOURCE_BUSY == rc) {
+        opal_list_append(&ep->pending, &frag->base.super.super);
+        return OPAL_SUCCESS;
+    }
+    return rc;
+}
+
+int mca_btl_siwarp_ep_try_send_now(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag)
+{
+    if (MCA_BTL_SIWARP_EP_CONNECTED != ep->state || !opal_list_is_empty(&ep->pending)) {
+        return OPAL_ERR_RESOURCE_BUSY;
+    }
+    frag->endpoint = ep;
+    if (MCA_BTL_SIWARP_TR_TCP == ep->transport) {
+        return mca_btl_siwarp_tcp_submit(ep, frag);
+    }
+    return iwarp_post(ep, frag);
+}
+
+/* ---- completions ------------------------------------------------------------- */
+
+static void handle_recv(mca_btl_siwarp_module_t *m, mca_btl_siwarp_endpoint_t *ep,
+                        mca_btl_siwarp_frag_t *frag, uint32_t byte_len)
+{
+    mca_btl_siwarp_hdr_t *hdr = frag->hdr;
+    int rc;
+
+    if (MCA_BTL_SIWARP_EP_CONNECTING == ep->state) {
+        /* a Send can complete before we noticed our accepted QP reach RTS */
+        mca_btl_siwarp_ep_progress_connect(ep);
+    }
+    if (byte_len < sizeof(*hdr) ||
+        (MCA_BTL_SIWARP_MSG_AM != hdr->type && MCA_BTL_SIWARP_MSG_CREDIT != hdr->type)) {
+        BTL_ERROR(("siwarp: malformed message from %s (%u bytes, type %u)",
+                   OPAL_NAME_PRINT(ep->name), byte_len, hdr->type));
+        mca_btl_siwarp_ep_fail(ep, "malformed BTL message", 2);
+        return;
+    }
+    ep->send_credits += ntohs(hdr->credits);
+    ep->send_ctrl += ntohs(hdr->ctrl_credits);
+
+    if (MCA_BTL_SIWARP_MSG_AM == hdr->type) {
+        mca_btl_base_segment_t seg = {
+            .seg_addr.pval = hdr + 1,
+            .seg_len = byte_len - sizeof(*hdr),
+        };
+        mca_btl_base_descriptor_t des;
+        const mca_btl_active_message_callback_t *reg =
+            mca_btl_base_active_message_trigger + hdr->tag;
+
+        memset(&des, 0, sizeof(des));
+        des.des_segments = &seg;
+        des.des_segment_count = 1;
+        if (reg->cbfunc) {
+            reg->cbfunc(&m->super, hdr->tag, &des, reg->cbdata);
+        }
+    }
+    if (MCA_BTL_SIWARP_EP_FAILED == ep->state || NULL == ep->qp || frag->endpoint != ep) {
+        return;
+    }
+    rc = post_recv_frag(ep, frag);
+    if (rc < 0) {
+        mca_btl_siwarp_ep_fail(ep, "re-posting a receive failed", 2);
+        return;
+    }
+    if (MCA_BTL_SIWARP_MSG_AM == hdr->type) {
+        ep->owed_credits++;
+    } else {
+        ep->owed_ctrl++;
+    }
+    mca_btl_siwarp_ep_progress_pending(ep);
+}
+
+int mca_btl_siwarp_ep_handle_wc(mca_btl_siwarp_module_t *m, struct siwarp_wc *wc)
+{
+    mca_btl_siwarp_frag_t *frag = (mca_btl_siwarp_frag_t *) (uintptr_t) wc->wr_id;
+    mca_btl_siwarp_endpoint_t *ep = frag->endpoint;
+
+    if (NULL == ep) {
+        return 0;           /* receive buffer of an abandoned QP */
+    }
+    if (MCA_BTL_SIWARP_FRAG_RECV == frag->type) {
+        if (SIWARP_WC_SUCCESS != wc->status) {
+            if (SIWARP_WC_WR_FLUSH_ERR != wc->status && MCA_BTL_SIWARP_EP_FAILED != ep->state) {
+                mca_btl_siwarp_ep_fail(ep, siwarp_wc_status_str(wc->status),
+                                       ep->outstanding || !opal_list_is_empty(&ep->pending)
+                                       || ep->had_traffic ? 2 : 0);
+            }
+            return 1;
+        }
+        handle_recv(m, ep, frag, wc->byte_len);
+        return 1;
+    }
+
+    ep->sq_free++;
+    ep->outstanding--;
+    if (SIWARP_WC_SUCCESS != wc->status) {
+        if (MCA_BTL_SIWARP_EP_FAILED != ep->state) {
+            mca_btl_siwarp_ep_fail(ep, siwarp_wc_status_str(wc->status), 2);
+        }
+        mca_btl_siwarp_frag_complete(m, frag, OPAL_ERROR);
+        return 1;
+    }
+    if (MCA_BTL_SIWARP_FRAG_CREDIT == frag->type) {
+        mca_btl_siwarp_frag_return(frag);
+    } else {
+        mca_btl_siwarp_frag_complete(m, frag, OPAL_SUCCESS);
+    }
+    mca_btl_siwarp_ep_progress_pending(ep);
+    return 1;
+}

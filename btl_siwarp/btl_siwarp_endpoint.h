@@ -1,0 +1,135 @@
+/*
+ * btl_siwarp_endpoint.h - one peer process.
+ *
+ * State table (one setter, mca_btl_siwarp_ep_set_state, logs old => new):
+ *   CLOSED     -> CONNECTING (first use), CONNECTED (incoming accepted)
+ *   CONNECTING -> CONNECTED, CLOSED (simultaneous connect: wait for the
+ *                 peer's connection), FAILED
+ *   CONNECTED  -> FAILED, CLOSED (orderly hang-up with nothing outstanding)
+ *   FAILED     -> (terminal)
+ * The transport (iWARP QP or framed TCP socket) is chosen when connecting.
+ *
+ * Flow control (iWARP only; RFC 5040 has no receiver-not-ready retry, so a
+ * Send without a posted receive is fatal): each side posts rq_depth AM
+ * receives and ctrl_credits control receives.  An AM Send consumes one
+ * send_credit; an explicit CREDIT message consumes one ctrl credit.  Every
+ * message carries the receives re-posted since the last message
+ * (credits / ctrl_credits).  A CREDIT message is sent only when owed AM
+ * credits reach credit_threshold, so credit messages never answer each
+ * other.
+ */
+#ifndef MCA_BTL_SIWARP_ENDPOINT_H
+#define MCA_BTL_SIWARP_ENDPOINT_H
+
+#include "btl_siwarp.h"
+#include "btl_siwarp_frag.h"
+
+BEGIN_C_DECLS
+
+typedef enum {
+    MCA_BTL_SIWARP_EP_CLOSED,
+    MCA_BTL_SIWARP_EP_CONNECTING,
+    MCA_BTL_SIWARP_EP_CONNECTED,
+    MCA_BTL_SIWARP_EP_FAILED,
+    MCA_BTL_SIWARP_EP_NUM_STATES
+} mca_btl_siwarp_ep_state_t;
+
+typedef enum {
+    MCA_BTL_SIWARP_TR_NONE,
+    MCA_BTL_SIWARP_TR_IWARP,
+    MCA_BTL_SIWARP_TR_TCP,
+} mca_btl_siwarp_transport_t;
+
+struct mca_btl_base_endpoint_t {
+    opal_list_item_t super;
+    opal_list_item_t active_item;       /* on module->active while busy */
+    int on_active;
+    mca_btl_siwarp_module_t *module;
+    opal_proc_t *proc;
+    opal_process_name_t name;
+
+    mca_btl_siwarp_modex_addr_t *addrs; /* peer's published addresses */
+    int num_addrs;
+    int addr_idx;                       /* next address to try */
+
+    mca_btl_siwarp_ep_state_t state;
+    mca_btl_siwarp_transport_t transport;
+    int await_incoming;                 /* lost a simultaneous connect */
+    int warned_fallback;
+    int had_traffic;
+    int peer_rq;                        /* rq_depth from an incoming request */
+
+    /* iWARP */
+    struct siwarp_qp *qp;
+    mca_btl_siwarp_frag_t **recv_frags; /* rq_depth + ctrl_credits */
+    int num_recv_frags;
+    int32_t send_credits;               /* AM receives posted at the peer */
+    int32_t send_ctrl;                  /* control receives posted at the peer */
+    int32_t owed_credits;               /* AM receives we re-posted, unreported */
+    int32_t owed_ctrl;
+    int32_t sq_free;                    /* free send-queue slots */
+    int32_t credit_inflight;            /* our CREDIT messages not completed */
+    int32_t outstanding;                /* posted WRs not completed */
+
+    /* TCP fallback */
+    int fd;
+    int tcp_connected;                  /* socket connected, HELLO sent */
+    opal_list_t tx_queue;               /* frames partly / not yet written */
+    mca_btl_siwarp_tcp_hdr_t rx_hdr;
+    size_t rx_hdr_got;
+    uint8_t *rx_dst;                    /* where the body goes */
+    size_t rx_left;
+    size_t rx_len;
+    uint8_t *rx_buf;                    /* DATA bodies */
+    uint64_t rx_small[2];               /* GET_REQ / HELLO bodies */
+    mca_btl_siwarp_frag_t *rx_get;      /* GET_RESP target */
+    opal_list_t gets_inflight;          /* our GET_REQs awaiting data */
+
+    opal_list_t pending;                /* frags waiting for connection, credits, SQ */
+};
+typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
+typedef mca_btl_base_endpoint_t mca_btl_siwarp_endpoint_t;
+OBJ_CLASS_DECLARATION(mca_btl_siwarp_endpoint_t);
+
+mca_btl_siwarp_endpoint_t *mca_btl_siwarp_ep_create(mca_btl_siwarp_module_t *m,
+                                                    opal_proc_t *proc);
+mca_btl_siwarp_endpoint_t *mca_btl_siwarp_ep_lookup(mca_btl_siwarp_module_t *m,
+                                                    const opal_process_name_t *name,
+                                                    int create);
+void mca_btl_siwarp_ep_release(mca_btl_siwarp_endpoint_t *ep);
+void mca_btl_siwarp_ep_set_state(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_ep_state_t s);
+/* Queue or start a send / put / get frag; returns OPAL_SUCCESS or error. */
+int  mca_btl_siwarp_ep_submit(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag);
+/* Try to post a send right now; OPAL_ERR_RESOURCE_BUSY if it would queue. */
+int  mca_btl_siwarp_ep_try_send_now(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag);
+void mca_btl_siwarp_ep_progress_pending(mca_btl_siwarp_endpoint_t *ep);
+int  mca_btl_siwarp_ep_progress_connect(mca_btl_siwarp_endpoint_t *ep);
+void mca_btl_siwarp_ep_connected(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_transport_t tr,
+                                 int peer_rq_depth);
+void mca_btl_siwarp_ep_fail(mca_btl_siwarp_endpoint_t *ep, const char *why, int show);
+void mca_btl_siwarp_ep_activate(mca_btl_siwarp_endpoint_t *ep);
+/* Completion of one CQ entry. */
+int  mca_btl_siwarp_ep_handle_wc(mca_btl_siwarp_module_t *m, struct siwarp_wc *wc);
+/* Incoming iWARP connection request. */
+void mca_btl_siwarp_ep_handle_conn_req(mca_btl_siwarp_module_t *m, struct siwarp_conn_req *req);
+/* Connect decision shared by both transports: 1 = accept the incoming one. */
+int  mca_btl_siwarp_ep_accept_incoming(mca_btl_siwarp_endpoint_t *ep);
+void mca_btl_siwarp_ep_show_fallback(mca_btl_siwarp_endpoint_t *ep, const char *why);
+const char *mca_btl_siwarp_ep_peer_host(const mca_btl_siwarp_endpoint_t *ep);
+void mca_btl_siwarp_modex_to_sockaddr(const mca_btl_siwarp_modex_addr_t *a, uint16_t port_be,
+                                      struct sockaddr_storage *ss, socklen_t *len);
+const mca_btl_siwarp_modex_addr_t *mca_btl_siwarp_ep_next_addr(mca_btl_siwarp_endpoint_t *ep);
+void mca_btl_siwarp_graveyard_clear(mca_btl_siwarp_module_t *m);
+void mca_btl_siwarp_fill_conn_pd(mca_btl_siwarp_conn_pd_t *pd, int reason);
+int  mca_btl_siwarp_parse_conn_pd(const void *data, size_t len, mca_btl_siwarp_conn_pd_t *out);
+
+/* btl_siwarp_fallback.c: framed TCP */
+int  mca_btl_siwarp_tcp_connect(mca_btl_siwarp_endpoint_t *ep);
+int  mca_btl_siwarp_tcp_progress_connect(mca_btl_siwarp_endpoint_t *ep);
+void mca_btl_siwarp_tcp_accept(mca_btl_siwarp_module_t *m, int listen_fd);
+int  mca_btl_siwarp_tcp_submit(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag);
+int  mca_btl_siwarp_tcp_progress(mca_btl_siwarp_endpoint_t *ep);
+void mca_btl_siwarp_tcp_close(mca_btl_siwarp_endpoint_t *ep);
+
+END_C_DECLS
+#endif

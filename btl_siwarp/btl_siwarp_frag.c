@@ -1,0 +1,107 @@
+/*
+ * btl_siwarp_frag.c - descriptor lists.
+ */
+#include "btl_siwarp.h"
+#include "btl_siwarp_frag.h"
+
+static void frag_construct(mca_btl_siwarp_frag_t *frag)
+{
+    frag->base.des_segments = frag->segments;
+    frag->base.des_segment_count = 1;
+    frag->base.order = MCA_BTL_NO_ORDER;
+    frag->hdr = NULL;
+    frag->lkey = 0;
+    frag->endpoint = NULL;
+    frag->list = NULL;
+}
+
+OBJ_CLASS_INSTANCE(mca_btl_siwarp_frag_t, mca_btl_base_descriptor_t, frag_construct, NULL);
+
+/* opal_free_list item_init: the payload buffer was registered through our
+ * rcache, so its registration carries the STag used as lkey. */
+int mca_btl_siwarp_frag_init(opal_free_list_item_t *item, void *ctx)
+{
+    mca_btl_siwarp_frag_t *frag = (mca_btl_siwarp_frag_t *) item;
+    mca_btl_siwarp_reg_t *reg = (mca_btl_siwarp_reg_t *) item->registration;
+
+    frag->list = (opal_free_list_t *) ctx;
+    frag->hdr = (mca_btl_siwarp_hdr_t *) item->ptr;
+    frag->lkey = reg ? reg->handle.stag : 0;
+    return OPAL_SUCCESS;
+}
+
+mca_btl_siwarp_frag_t *mca_btl_siwarp_frag_alloc_eager(mca_btl_siwarp_module_t *m)
+{
+    mca_btl_siwarp_frag_t *frag =
+        (mca_btl_siwarp_frag_t *) opal_free_list_get(&m->eager_frags);
+    if (OPAL_UNLIKELY(NULL == frag)) {
+        return NULL;
+    }
+    frag->type = MCA_BTL_SIWARP_FRAG_SEND;
+    frag->base.des_segments = frag->segments;
+    frag->base.des_segment_count = 1;
+    frag->base.des_flags = 0;
+    frag->base.des_cbfunc = NULL;
+    frag->base.des_cbdata = NULL;
+    frag->base.des_context = NULL;
+    frag->base.order = MCA_BTL_NO_ORDER;
+    frag->segments[0].seg_addr.pval = mca_btl_siwarp_frag_payload(frag);
+    frag->segments[0].seg_len = 0;
+    frag->endpoint = NULL;
+    frag->tx_done = frag->tx_total = 0;
+    return frag;
+}
+
+mca_btl_siwarp_frag_t *mca_btl_siwarp_frag_alloc_rdma(mca_btl_siwarp_module_t *m)
+{
+    mca_btl_siwarp_frag_t *frag =
+        (mca_btl_siwarp_frag_t *) opal_free_list_get(&m->rdma_frags);
+    if (OPAL_UNLIKELY(NULL == frag)) {
+        return NULL;
+    }
+    frag->list = &m->rdma_frags;
+    frag->base.des_flags = MCA_BTL_DES_FLAGS_BTL_OWNERSHIP;
+    frag->base.des_cbfunc = NULL;
+    frag->endpoint = NULL;
+    frag->cbfunc = NULL;
+    frag->tx_done = frag->tx_total = 0;
+    return frag;
+}
+
+void mca_btl_siwarp_frag_return(mca_btl_siwarp_frag_t *frag)
+{
+    opal_free_list_return(frag->list, &frag->base.super);
+}
+
+void mca_btl_siwarp_frag_complete(mca_btl_siwarp_module_t *m, mca_btl_siwarp_frag_t *frag,
+                                  int status)
+{
+    switch (frag->type) {
+    case MCA_BTL_SIWARP_FRAG_SEND: {
+        int owned = frag->base.des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP;
+        /* btl_send always returns 0 (queued), so the callback always runs */
+        if (frag->base.des_cbfunc) {
+            frag->base.des_cbfunc(&m->super, frag->endpoint, &frag->base, status);
+        }
+        if (owned) {
+            mca_btl_siwarp_frag_return(frag);
+        }
+        break;
+    }
+    case MCA_BTL_SIWARP_FRAG_PUT:
+    case MCA_BTL_SIWARP_FRAG_GET:
+        if (frag->cbfunc) {
+            frag->cbfunc(&m->super, frag->endpoint, frag->local_address,
+                         frag->local_handle, frag->cbcontext, frag->cbdata, status);
+        }
+        mca_btl_siwarp_frag_return(frag);
+        break;
+    case MCA_BTL_SIWARP_FRAG_CREDIT:
+    case MCA_BTL_SIWARP_FRAG_GET_RESP:
+    case MCA_BTL_SIWARP_FRAG_HELLO:
+        mca_btl_siwarp_frag_return(frag);
+        break;
+    case MCA_BTL_SIWARP_FRAG_RECV:
+        break;   /* receive buffers are owned by their endpoint */
+    }
+}

@@ -1,0 +1,399 @@
+/*
+ * btl_siwarp_module.c - the BTL module: procs, descriptors, eager sends.
+ */
+#include "btl_siwarp.h"
+#include "btl_siwarp_endpoint.h"
+#include "btl_siwarp_frag.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "opal/datatype/opal_convertor.h"
+#include "opal/mca/rcache/base/base.h"
+#include "opal/mca/btl/base/btl_base_error.h"
+#include "opal/util/output.h"
+#include "opal/util/show_help.h"
+
+/* One place mapping negative errno values to OPAL error codes. */
+int mca_btl_siwarp_errno_to_opal(int err)
+{
+    switch (err) {
+    case 0:
+        return OPAL_SUCCESS;
+    case -EAGAIN:
+    case -ENOMEM:
+    case -ENOSPC:
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    case -EINVAL:
+        return OPAL_ERR_BAD_PARAM;
+    case -ECONNREFUSED:
+    case -EHOSTUNREACH:
+    case -ENETUNREACH:
+    case -ETIMEDOUT:
+    case -ECONNRESET:
+    case -EPIPE:
+        return OPAL_ERR_UNREACH;
+    case -ENOSYS:
+    case -EOPNOTSUPP:
+        return OPAL_ERR_NOT_SUPPORTED;
+    default:
+        return OPAL_ERROR;
+    }
+}
+
+/* ---- procs ------------------------------------------------------------------- */
+
+static int siwarp_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t **procs,
+                            mca_btl_base_endpoint_t **peers, opal_bitmap_t *reachable)
+{
+    mca_btl_siwarp_module_t *m = (mca_btl_siwarp_module_t *) btl;
+    opal_proc_t *me = opal_proc_local_get();
+
+    OPAL_THREAD_LOCK(&m->lock);
+    for (size_t i = 0; i < nprocs; i++) {
+        mca_btl_siwarp_endpoint_t *ep;
+        int usable = 0;
+
+        if (procs[i] == me) {
+            continue;
+        }
+        ep = mca_btl_siwarp_ep_lookup(m, &procs[i]->proc_name, 0);
+        if (NULL == ep) {
+            ep = mca_btl_siwarp_ep_create(m, procs[i]);
+        }
+        if (NULL == ep) {
+            continue;
+        }
+        ep->proc = procs[i];
+        /* reachable if one of its addresses is usable from here */
+        for (int a = 0; a < ep->num_addrs && !usable; a++) {
+            int local = OPAL_PROC_ON_LOCAL_NODE(procs[i]->proc_flags);
+            if (ep->addrs[a].loopback && !local) {
+                continue;
+            }
+            for (int l = 0; l < m->num_listen; l++) {
+                usable |= m->modex[l].family == ep->addrs[a].family;
+            }
+        }
+        if (!usable) {
+            BTL_VERBOSE(("siwarp: %s has no address reachable from here",
+                         OPAL_NAME_PRINT(procs[i]->proc_name)));
+            continue;
+        }
+        peers[i] = ep;
+        if (reachable) {
+            opal_bitmap_set_bit(reachable, (int) i);
+        }
+    }
+    OPAL_THREAD_UNLOCK(&m->lock);
+    return OPAL_SUCCESS;
+}
+
+static int siwarp_del_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc_t **procs,
+                            mca_btl_base_endpoint_t **peers)
+{
+    mca_btl_siwarp_module_t *m = (mca_btl_siwarp_module_t *) btl;
+
+    OPAL_THREAD_LOCK(&m->lock);
+    for (size_t i = 0; i < nprocs; i++) {
+        if (peers[i]) {
+            mca_btl_siwarp_ep_release(peers[i]);
+        }
+    }
+    OPAL_THREAD_UNLOCK(&m->lock);
+    return OPAL_SUCCESS;
+}
+
+static int siwarp_register_error(mca_btl_base_module_t *btl,
+                                 mca_btl_base_module_error_cb_fn_t cbfunc)
+{
+    ((mca_btl_siwarp_module_t *) btl)->error_cb = cbfunc;
+    return OPAL_SUCCESS;
+}
+
+/* ---- descriptors ------------------------------------------------------------- */
+
+static mca_btl_base_descriptor_t *siwarp_alloc(mca_btl_base_module_t *btl,
+                                               mca_btl_base_endpoint_t *ep, uint8_t order,
+                                               size_t size, uint32_t flags)
+{
+    mca_btl_siwarp_module_t *m = (mca_btl_siwarp_module_t *) btl;
+    mca_btl_siwarp_frag_t *frag;
+
+    if (OPAL_UNLIKELY(size > btl->btl_max_send_size)) {
+        return NULL;
+    }
+    frag = mca_btl_siwarp_frag_alloc_eager(m);
+    if (OPAL_UNLIKELY(NULL == frag)) {
+        return NULL;
+    }
+    frag->segments[0].seg_len = size;
+    frag->base.des_flags = flags;
+    frag->base.order = order;
+    frag->endpoint = ep;
+    return &frag->base;
+}
+
+static int siwarp_free(mca_btl_base_module_t *btl, mca_btl_base_descriptor_t *des)
+{
+    mca_btl_siwarp_frag_return((mca_btl_siwarp_frag_t *) des);
+    return OPAL_SUCCESS;
+}
+
+/* Always pack into the registered eager buffer: a Send's source must be
+ * registered memory, and a copy of <= max_send_size bytes is cheap next to
+ * a registration. */
+static mca_btl_base_descriptor_t *siwarp_prepare_src(mca_btl_base_module_t *btl,
+                                                     mca_btl_base_endpoint_t *ep,
+                                                     opal_convertor_t *convertor,
+                                                     uint8_t order, size_t reserve,
+                                                     size_t *size, uint32_t flags)
+{
+    mca_btl_siwarp_frag_t *frag;
+    struct iovec iov;
+    uint32_t iov_count = 1;
+    size_t max_data = *size;
+    int rc;
+
+    if (reserve + max_data > btl->btl_max_send_size) {
+        max_data = btl->btl_max_send_size - reserve;
+    }
+    frag = (mca_btl_siwarp_frag_t *) siwarp_alloc(btl, ep, order, reserve + max_data, flags);
+    if (OPAL_UNLIKELY(NULL == frag)) {
+        return NULL;
+    }
+    iov.iov_base = mca_btl_siwarp_frag_payload(frag) + reserve;
+    iov.iov_len = max_data;
+    rc = opal_convertor_pack(convertor, &iov, &iov_count, &max_data);
+    if (OPAL_UNLIKELY(rc < 0)) {
+        mca_btl_siwarp_frag_return(frag);
+        return NULL;
+    }
+    frag->segments[0].seg_len = reserve + max_data;
+    *size = max_data;
+    return &frag->base;
+}
+
+/* ---- sends --------------------------------------------------------------------- */
+
+static int siwarp_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
+                       mca_btl_base_descriptor_t *des, mca_btl_base_tag_t tag)
+{
+    mca_btl_siwarp_module_t *m = (mca_btl_siwarp_module_t *) btl;
+    mca_btl_siwarp_frag_t *frag = (mca_btl_siwarp_frag_t *) des;
+    int rc;
+
+    frag->type = MCA_BTL_SIWARP_FRAG_SEND;
+    frag->tag = tag;
+    OPAL_THREAD_LOCK(&m->lock);
+    rc = mca_btl_siwarp_ep_submit(ep, frag);
+    OPAL_THREAD_UNLOCK(&m->lock);
+    return rc;
+}
+
+/* Inline send: succeeds only if it can go out now (connected, no queue,
+ * a credit and an SQ slot); otherwise hand back a descriptor. */
+static int siwarp_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
+                        opal_convertor_t *convertor, void *header, size_t header_size,
+                        size_t payload_size, uint8_t order, uint32_t flags,
+                        mca_btl_base_tag_t tag, mca_btl_base_descriptor_t **descriptor)
+{
+    mca_btl_siwarp_module_t *m = (mca_btl_siwarp_module_t *) btl;
+    mca_btl_siwarp_frag_t *frag;
+    size_t total = header_size + payload_size;
+    int rc;
+
+    if (OPAL_UNLIKELY(total > btl->btl_eager_limit)) {
+        if (descriptor) {
+            *descriptor = NULL;
+        }
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    OPAL_THREAD_LOCK(&m->lock);
+    if (MCA_BTL_SIWARP_EP_CONNECTED != ep->state || !opal_list_is_empty(&ep->pending) ||
+        (MCA_BTL_SIWARP_TR_IWARP == ep->transport &&
+         (ep->send_credits <= 0 || ep->sq_free <= 0))) {
+        OPAL_THREAD_UNLOCK(&m->lock);
+        goto busy;
+    }
+    frag = mca_btl_siwarp_frag_alloc_eager(m);
+    if (OPAL_UNLIKELY(NULL == frag)) {
+        OPAL_THREAD_UNLOCK(&m->lock);
+        goto busy;
+    }
+    memcpy(mca_btl_siwarp_frag_payload(frag), header, header_size);
+    if (payload_size) {
+        struct iovec iov = {
+            .iov_base = mca_btl_siwarp_frag_payload(frag) + header_size,
+            .iov_len = payload_size,
+        };
+        uint32_t iov_count = 1;
+        size_t max_data = payload_size;
+        opal_convertor_pack(convertor, &iov, &iov_count, &max_data);
+    }
+    frag->segments[0].seg_len = total;
+    frag->base.des_flags = MCA_BTL_DES_FLAGS_BTL_OWNERSHIP;
+    frag->base.des_cbfunc = NULL;
+    frag->type = MCA_BTL_SIWARP_FRAG_SEND;
+    frag->tag = tag;
+    rc = mca_btl_siwarp_ep_try_send_now(ep, frag);
+    OPAL_THREAD_UNLOCK(&m->lock);
+    if (OPAL_SUCCESS == rc) {
+        return OPAL_SUCCESS;
+    }
+    /* the payload was packed already: the convertor has advanced, so the
+     * frag must go out as it is - queue it */
+    OPAL_THREAD_LOCK(&m->lock);
+    rc = mca_btl_siwarp_ep_submit(ep, frag);
+    OPAL_THREAD_UNLOCK(&m->lock);
+    return rc;
+
+busy:
+    if (descriptor) {
+        *descriptor = siwarp_alloc(btl, ep, order, total, flags);
+    }
+    return OPAL_ERR_RESOURCE_BUSY;
+}
+
+static int siwarp_register(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
+                           mca_btl_base_module_recv_cb_fn_t cbfunc, void *cbdata)
+{
+    (void) btl;
+    mca_btl_base_active_message_trigger[tag].cbfunc = cbfunc;
+    mca_btl_base_active_message_trigger[tag].cbdata = cbdata;
+    return OPAL_SUCCESS;
+}
+
+static void siwarp_dump(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep, int verbose)
+{
+    mca_btl_siwarp_module_t *m = (mca_btl_siwarp_module_t *) btl;
+    mca_btl_siwarp_endpoint_t *e;
+    (void) verbose;
+
+    OPAL_LIST_FOREACH(e, &m->endpoints, mca_btl_siwarp_endpoint_t) {
+        if (ep && ep != e) {
+            continue;
+        }
+        opal_output(0, "siwarp: %s state %d transport %d credits %d ctrl %d owed %d sq_free %d "
+                    "outstanding %d pending %zu",
+                    OPAL_NAME_PRINT(e->name), e->state, e->transport, e->send_credits,
+                    e->send_ctrl, e->owed_credits, e->sq_free, e->outstanding,
+                    opal_list_get_size(&e->pending));
+    }
+}
+
+/* ---- finalize ------------------------------------------------------------------- */
+
+static void *progress_thread_main(void *arg)
+{
+    mca_btl_siwarp_module_t *m = arg;
+
+    /* serve incoming RDMA Reads and placements while the application
+     * computes; BTL-level completions stay with btl_progress */
+    while (!m->thread_stop) {
+        siwarp_wait(m->ctx, 100);
+    }
+    return NULL;
+}
+
+static int siwarp_finalize(mca_btl_base_module_t *btl)
+{
+    mca_btl_siwarp_module_t *m = (mca_btl_siwarp_module_t *) btl;
+    mca_btl_siwarp_endpoint_t *ep;
+
+    m->finalizing = 1;
+    if (m->thread_running) {
+        m->thread_stop = 1;
+        pthread_join(m->thread, NULL);
+        m->thread_running = 0;
+    }
+    OPAL_THREAD_LOCK(&m->lock);
+    while (NULL != (ep = (mca_btl_siwarp_endpoint_t *) opal_list_get_first(&m->endpoints)) &&
+           &ep->super != opal_list_get_end(&m->endpoints)) {
+        mca_btl_siwarp_ep_release(ep);
+    }
+    mca_btl_siwarp_graveyard_clear(m);
+    for (int i = 0; i < m->num_listen; i++) {
+        if (m->listen[i].listener) {
+            siwarp_listener_destroy(m->listen[i].listener);
+        }
+        if (m->listen[i].tcp_fd >= 0) {
+            close(m->listen[i].tcp_fd);
+        }
+    }
+    m->num_listen = 0;
+    OBJ_DESTRUCT(&m->eager_frags);
+    OBJ_DESTRUCT(&m->rdma_frags);
+    if (m->rcache) {
+        mca_rcache_base_module_destroy(m->rcache);
+        m->rcache = NULL;
+    }
+    if (m->cq) {
+        siwarp_destroy_cq(m->cq);
+    }
+    if (m->pd) {
+        siwarp_dealloc_pd(m->pd);
+    }
+    if (m->ctx) {
+        siwarp_ctx_destroy(m->ctx);
+    }
+    OPAL_THREAD_UNLOCK(&m->lock);
+    OBJ_DESTRUCT(&m->endpoints);
+    OBJ_DESTRUCT(&m->active);
+    OBJ_DESTRUCT(&m->graveyard);
+    OBJ_DESTRUCT(&m->lock);
+    mca_btl_siwarp_component.module = NULL;
+    free(m);
+    return OPAL_SUCCESS;
+}
+
+int mca_btl_siwarp_module_start_thread(mca_btl_siwarp_module_t *m)
+{
+    m->thread_stop = 0;
+    if (0 != pthread_create(&m->thread, NULL, progress_thread_main, m)) {
+        return OPAL_ERROR;
+    }
+    m->thread_running = 1;
+    return OPAL_SUCCESS;
+}
+
+/* ---- the module template ---------------------------------------------------------- */
+
+const mca_btl_base_module_t mca_btl_siwarp_module_template = {
+    .btl_component = &mca_btl_siwarp_component.super,
+    .btl_add_procs = siwarp_add_procs,
+    .btl_del_procs = siwarp_del_procs,
+    .btl_register = siwarp_register,
+    .btl_finalize = siwarp_finalize,
+    .btl_alloc = siwarp_alloc,
+    .btl_free = siwarp_free,
+    .btl_prepare_src = siwarp_prepare_src,
+    .btl_send = siwarp_send,
+    .btl_sendi = siwarp_sendi,
+    .btl_put = mca_btl_siwarp_put,
+    .btl_get = mca_btl_siwarp_get,
+    .btl_dump = siwarp_dump,
+    .btl_register_mem = mca_btl_siwarp_register_mem,
+    .btl_deregister_mem = mca_btl_siwarp_deregister_mem,
+    .btl_register_error = siwarp_register_error,
+    .btl_flush = mca_btl_siwarp_flush,
+    .btl_exclusivity = MCA_BTL_EXCLUSIVITY_LOW + 200,   /* above btl_tcp */
+    .btl_latency = 50,
+    .btl_bandwidth = 10000,
+    .btl_eager_limit = 32 * 1024,
+    .btl_rndv_eager_limit = 32 * 1024,
+    .btl_max_send_size = 64 * 1024,
+    .btl_rdma_pipeline_send_length = 1024 * 1024,
+    .btl_rdma_pipeline_frag_size = 4 * 1024 * 1024,
+    .btl_min_rdma_pipeline_size = 256 * 1024,
+    .btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_PUT | MCA_BTL_FLAGS_GET |
+                 MCA_BTL_FLAGS_RDMA_COMPLETION,
+    .btl_registration_handle_size = sizeof(mca_btl_base_registration_handle_t),
+    .btl_get_limit = 1024 * 1024 * 1024,
+    .btl_get_alignment = 0,
+    .btl_put_limit = 1024 * 1024 * 1024,
+    .btl_put_alignment = 0,
+    .btl_get_local_registration_threshold = 0,
+    .btl_put_local_registration_threshold = 0,
+};

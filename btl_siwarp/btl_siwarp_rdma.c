@@ -1,0 +1,188 @@
+/*
+ * btl_siwarp_rdma.c - registration (through Open MPI's grdma rcache, which
+ * caches by address range, evicts LRU under a limit and invalidates on
+ * free/munmap through the memory hooks), put = RDMA Write, get = RDMA Read.
+ */
+#include "btl_siwarp.h"
+#include "btl_siwarp_endpoint.h"
+#include "btl_siwarp_frag.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#include "opal/mca/rcache/base/base.h"
+#include "opal/util/output.h"
+
+static int rcache_reg(void *reg_data, void *base, size_t size,
+                      mca_rcache_base_registration_t *base_reg)
+{
+    mca_btl_siwarp_module_t *m = reg_data;
+    mca_btl_siwarp_reg_t *reg = (mca_btl_siwarp_reg_t *) base_reg;
+    int access = SIWARP_ACCESS_LOCAL_WRITE;
+    int rc;
+
+    if (base_reg->access_flags & MCA_RCACHE_ACCESS_REMOTE_READ) {
+        access |= SIWARP_ACCESS_REMOTE_READ;
+    }
+    if (base_reg->access_flags & (MCA_RCACHE_ACCESS_REMOTE_WRITE |
+                                  MCA_RCACHE_ACCESS_REMOTE_ATOMIC)) {
+        access |= SIWARP_ACCESS_REMOTE_WRITE;
+    }
+    rc = siwarp_reg_mr(m->pd, base, size, access, &reg->mr);
+    if (rc < 0) {
+        BTL_VERBOSE(("siwarp: siwarp_reg_mr(%p, %zu): %s", base, size, strerror(-rc)));
+        reg->mr = NULL;
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    reg->handle.stag = siwarp_mr_stag(reg->mr);
+    return OPAL_SUCCESS;
+}
+
+static int rcache_dereg(void *reg_data, mca_rcache_base_registration_t *base_reg)
+{
+    mca_btl_siwarp_reg_t *reg = (mca_btl_siwarp_reg_t *) base_reg;
+    (void) reg_data;
+
+    if (reg->mr) {
+        siwarp_dereg_mr(reg->mr);
+        reg->mr = NULL;
+    }
+    return OPAL_SUCCESS;
+}
+
+int mca_btl_siwarp_rcache_init(mca_btl_siwarp_module_t *m)
+{
+    mca_rcache_base_resources_t res = {
+        .cache_name = "siwarp",
+        .reg_data = m,
+        .sizeof_reg = sizeof(mca_btl_siwarp_reg_t),
+        .register_mem = rcache_reg,
+        .deregister_mem = rcache_dereg,
+    };
+
+    m->rcache = mca_rcache_base_module_create("grdma", m, &res);
+    return m->rcache ? OPAL_SUCCESS : OPAL_ERR_NOT_AVAILABLE;
+}
+
+mca_btl_base_registration_handle_t *
+mca_btl_siwarp_register_mem(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                            void *base, size_t size, uint32_t flags)
+{
+    mca_btl_siwarp_module_t *m = (mca_btl_siwarp_module_t *) btl;
+    mca_rcache_base_registration_t *reg = NULL;
+    int access = flags & MCA_BTL_REG_FLAG_ACCESS_ANY;
+    int rc;
+    (void) ep;
+
+    rc = m->rcache->rcache_register(m->rcache, base, size ? size : 1, 0, access, &reg);
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != rc || NULL == reg)) {
+        return NULL;
+    }
+    return &((mca_btl_siwarp_reg_t *) reg)->handle;
+}
+
+int mca_btl_siwarp_deregister_mem(mca_btl_base_module_t *btl,
+                                  mca_btl_base_registration_handle_t *handle)
+{
+    mca_btl_siwarp_module_t *m = (mca_btl_siwarp_module_t *) btl;
+    mca_btl_siwarp_reg_t *reg =
+        (mca_btl_siwarp_reg_t *) ((char *) handle - offsetof(mca_btl_siwarp_reg_t, handle));
+
+    m->rcache->rcache_deregister(m->rcache, &reg->base);
+    return OPAL_SUCCESS;
+}
+
+static int rdma_submit(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                       mca_btl_siwarp_frag_type_t type, void *local_address,
+                       uint64_t remote_address,
+                       mca_btl_base_registration_handle_t *local_handle,
+                       mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                       mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                       void *cbdata)
+{
+    mca_btl_siwarp_module_t *m = (mca_btl_siwarp_module_t *) btl;
+    size_t limit = MCA_BTL_SIWARP_FRAG_PUT == type ? btl->btl_put_limit : btl->btl_get_limit;
+    mca_btl_siwarp_frag_t *frag;
+    int rc;
+
+    if (OPAL_UNLIKELY(size > limit || size > UINT32_MAX)) {
+        return OPAL_ERR_NOT_AVAILABLE;
+    }
+    if (OPAL_UNLIKELY(NULL == remote_handle ||
+                      (NULL == local_handle && MCA_BTL_SIWARP_TR_TCP != ep->transport))) {
+        return OPAL_ERR_BAD_PARAM;
+    }
+    OPAL_THREAD_LOCK(&m->lock);
+    frag = mca_btl_siwarp_frag_alloc_rdma(m);
+    if (OPAL_UNLIKELY(NULL == frag)) {
+        OPAL_THREAD_UNLOCK(&m->lock);
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    frag->type = type;
+    frag->local_address = local_address;
+    frag->remote_address = remote_address;
+    frag->local_handle = local_handle;
+    frag->local_stag = local_handle ? local_handle->stag : 0;
+    frag->remote_stag = remote_handle->stag;
+    frag->rdma_size = size;
+    frag->cbfunc = cbfunc;
+    frag->cbcontext = cbcontext;
+    frag->cbdata = cbdata;
+    rc = mca_btl_siwarp_ep_submit(ep, frag);
+    if (OPAL_SUCCESS != rc) {
+        mca_btl_siwarp_frag_return(frag);
+    }
+    OPAL_THREAD_UNLOCK(&m->lock);
+    return rc;
+}
+
+int mca_btl_siwarp_put(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                       void *local_address, uint64_t remote_address,
+                       mca_btl_base_registration_handle_t *local_handle,
+                       mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                       int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc,
+                       void *cbcontext, void *cbdata)
+{
+    (void) flags;
+    (void) order;
+    return rdma_submit(btl, ep, MCA_BTL_SIWARP_FRAG_PUT, local_address, remote_address,
+                       local_handle, remote_handle, size, cbfunc, cbcontext, cbdata);
+}
+
+int mca_btl_siwarp_get(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                       void *local_address, uint64_t remote_address,
+                       mca_btl_base_registration_handle_t *local_handle,
+                       mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                       int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc,
+                       void *cbcontext, void *cbdata)
+{
+    (void) flags;
+    (void) order;
+    return rdma_submit(btl, ep, MCA_BTL_SIWARP_FRAG_GET, local_address, remote_address,
+                       local_handle, remote_handle, size, cbfunc, cbcontext, cbdata);
+}
+
+/* Wait until every put/get posted before the call has completed. */
+int mca_btl_siwarp_flush(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep)
+{
+    mca_btl_siwarp_module_t *m = (mca_btl_siwarp_module_t *) btl;
+    mca_btl_siwarp_endpoint_t *e;
+
+    for (;;) {
+        int busy = 0;
+        OPAL_THREAD_LOCK(&m->lock);
+        OPAL_LIST_FOREACH(e, &m->endpoints, mca_btl_siwarp_endpoint_t) {
+            if ((NULL == ep || e == ep) && MCA_BTL_SIWARP_EP_FAILED != e->state &&
+                (e->outstanding > 0 || !opal_list_is_empty(&e->pending) ||
+                 !opal_list_is_empty(&e->tx_queue) || !opal_list_is_empty(&e->gets_inflight))) {
+                busy = 1;
+                break;
+            }
+        }
+        OPAL_THREAD_UNLOCK(&m->lock);
+        if (!busy) {
+            return OPAL_SUCCESS;
+        }
+        mca_btl_siwarp_progress_module(m);
+    }
+}
