@@ -35,6 +35,19 @@
 
 BEGIN_C_DECLS
 
+/* Open MPI compiles BTL_VERBOSE out of non-debug builds; ours follows
+ * btl_base_verbose (>= 20) in every build. */
+#undef BTL_VERBOSE
+#define BTL_VERBOSE(args)                                                          \
+    do {                                                                           \
+        if (opal_btl_base_framework.framework_verbose >= 20) {                     \
+            mca_btl_base_err("[%s]%s siwarp: ", opal_process_info.nodename,        \
+                             OPAL_NAME_PRINT(OPAL_PROC_MY_NAME));                  \
+            mca_btl_base_err args;                                                 \
+            mca_btl_base_err("\n");                                                \
+        }                                                                          \
+    } while (0)
+
 #define MCA_BTL_SIWARP_MAX_ADDRS 16
 /* Control receives per connection, reserved for explicit CREDIT messages. */
 #define MCA_BTL_SIWARP_CTRL_CREDITS 4

@@ -445,7 +445,7 @@ static int setup_interfaces(mca_btl_siwarp_module_t *m)
             struct sockaddr_storage s2 = ss;
             int r = iwarp_listen_on(m, &s2, &L->listener);
             if (r < 0) {
-                BTL_VERBOSE(("siwarp: siwarp_listen on %s: %s", name, strerror(-r)));
+                BTL_VERBOSE(("siwarp_listen on %s: %s", name, strerror(-r)));
                 L->listener = NULL;
             } else {
                 x->flags |= MCA_BTL_SIWARP_ADDR_F_IWARP;
@@ -453,7 +453,7 @@ static int setup_interfaces(mca_btl_siwarp_module_t *m)
             }
         }
         if (tcp_listen_on(&L->addr, &L->tcp_fd) < 0) {
-            BTL_VERBOSE(("siwarp: fallback listener on %s failed", name));
+            BTL_VERBOSE(("fallback listener on %s failed", name));
             if (L->listener) {
                 siwarp_listener_destroy(L->listener);
             }
@@ -468,7 +468,7 @@ static int setup_interfaces(mca_btl_siwarp_module_t *m)
             x->family = 6;
             memcpy(x->addr, &((struct sockaddr_in6 *) &ss)->sin6_addr, 16);
         }
-        BTL_VERBOSE(("siwarp: using %s (%s), iwarp port %u, tcp port %u", name,
+        BTL_VERBOSE(("using %s (%s), iwarp port %u, tcp port %u", name,
                      opal_net_get_hostname((struct sockaddr *) &ss), ntohs(x->iwarp_port),
                      ntohs(x->tcp_port)));
         m->num_listen++;
@@ -499,7 +499,7 @@ static int module_init(mca_btl_siwarp_module_t *m)
 
     rc = siwarp_ctx_create(&m->ctx);
     if (rc < 0) {
-        BTL_VERBOSE(("siwarp: siwarp_ctx_create: %s", strerror(-rc)));
+        BTL_VERBOSE(("siwarp_ctx_create: %s", strerror(-rc)));
         return mca_btl_siwarp_errno_to_opal(rc);
     }
     rc = siwarp_alloc_pd(m->ctx, &m->pd);
@@ -555,7 +555,7 @@ static mca_btl_base_module_t **siwarp_component_init(int *num_btls, bool progres
     }
     rc = module_init(m);
     if (OPAL_SUCCESS != rc) {
-        BTL_VERBOSE(("siwarp: module init failed: %d", rc));
+        BTL_VERBOSE(("module init failed: %d", rc));
         m->super.btl_finalize(&m->super);
         free(btls);
         return NULL;

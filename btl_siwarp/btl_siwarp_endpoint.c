@@ -94,7 +94,7 @@ void mca_btl_siwarp_ep_set_state(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_e
                    OPAL_NAME_PRINT(ep->name), ep_state_name[ep->state], ep_state_name[s]));
         return;
     }
-    BTL_VERBOSE(("siwarp: endpoint %s: %s => %s", OPAL_NAME_PRINT(ep->name),
+    BTL_VERBOSE(("endpoint %s: %s => %s", OPAL_NAME_PRINT(ep->name),
                  ep_state_name[ep->state], ep_state_name[s]));
     ep->state = s;
 }
@@ -126,7 +126,7 @@ mca_btl_siwarp_endpoint_t *mca_btl_siwarp_ep_create(mca_btl_siwarp_module_t *m,
                     (void **) &data, &size);
     if (OPAL_SUCCESS != rc || NULL == data || 0 == size ||
         0 != size % sizeof(*data)) {
-        BTL_VERBOSE(("siwarp: no usable modex from %s (rc %d, %zu bytes)",
+        BTL_VERBOSE(("no usable modex from %s (rc %d, %zu bytes)",
                      OPAL_NAME_PRINT(proc->proc_name), rc, size));
         free(data);
         return NULL;
@@ -443,7 +443,7 @@ static int start_iwarp(mca_btl_siwarp_endpoint_t *ep)
             ep->transport = MCA_BTL_SIWARP_TR_IWARP;
             return OPAL_SUCCESS;
         }
-        BTL_VERBOSE(("siwarp: siwarp_connect to %s: %s", OPAL_NAME_PRINT(ep->name),
+        BTL_VERBOSE(("siwarp_connect to %s: %s", OPAL_NAME_PRINT(ep->name),
                      strerror(-rc)));
         qp_abandon(ep);
     }
@@ -492,7 +492,7 @@ static void iwarp_connect_failed(mca_btl_siwarp_endpoint_t *ep, struct siwarp_qp
                                                      attr->peer_private_data_len, &pd) &&
         MCA_BTL_SIWARP_CONN_DUP == pd.reason) {
         /* simultaneous connect lost: the peer's connection to us is the one */
-        BTL_VERBOSE(("siwarp: %s keeps its own connection; waiting for it",
+        BTL_VERBOSE(("%s keeps its own connection; waiting for it",
                      OPAL_NAME_PRINT(ep->name)));
         qp_abandon(ep);
         ep->await_incoming = 1;
@@ -547,7 +547,7 @@ int mca_btl_siwarp_ep_progress_connect(mca_btl_siwarp_endpoint_t *ep)
             }
             pd.rq_depth = (uint16_t) ep->peer_rq;
         }
-        BTL_VERBOSE(("siwarp: %s connected: MPA rev %d crc %d markers %d rtr %d mulpdu %u",
+        BTL_VERBOSE(("%s connected: MPA rev %d crc %d markers %d rtr %d mulpdu %u",
                      OPAL_NAME_PRINT(ep->name), attr.mpa_rev, attr.crc, attr.markers,
                      attr.rtr, attr.mulpdu));
         mca_btl_siwarp_ep_connected(ep, MCA_BTL_SIWARP_TR_IWARP, pd.rq_depth);
@@ -561,6 +561,8 @@ int mca_btl_siwarp_ep_progress_connect(mca_btl_siwarp_endpoint_t *ep)
 void mca_btl_siwarp_ep_connected(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_transport_t tr,
                                  int peer_rq_depth)
 {
+    BTL_VERBOSE(("connected to %s over %s", OPAL_NAME_PRINT(ep->name),
+                 MCA_BTL_SIWARP_TR_IWARP == tr ? "iWARP" : "framed TCP"));
     ep->transport = tr;
     ep->await_incoming = 0;
     ep->send_credits = peer_rq_depth;
@@ -606,7 +608,7 @@ void mca_btl_siwarp_ep_handle_conn_req(mca_btl_siwarp_module_t *m, struct siwarp
     if (siwarp_conn_req_param(req, &theirs, &peer) < 0 ||
         OPAL_SUCCESS != mca_btl_siwarp_parse_conn_pd(theirs.private_data,
                                                      theirs.private_data_len, &pd)) {
-        BTL_VERBOSE(("siwarp: rejecting a connection without siwarp BTL private data"));
+        BTL_VERBOSE(("rejecting a connection without siwarp BTL private data"));
         mca_btl_siwarp_fill_conn_pd(&rej, MCA_BTL_SIWARP_CONN_UNKNOWN);
         siwarp_reject(req, &rej, sizeof(rej));
         return;
@@ -615,7 +617,7 @@ void mca_btl_siwarp_ep_handle_conn_req(mca_btl_siwarp_module_t *m, struct siwarp
     name.vpid = pd.vpid;
     ep = mca_btl_siwarp_ep_lookup(m, &name, 1);
     if (NULL == ep || !mca_btl_siwarp_ep_accept_incoming(ep)) {
-        BTL_VERBOSE(("siwarp: rejecting connection from %s (%s)", OPAL_NAME_PRINT(name),
+        BTL_VERBOSE(("rejecting connection from %s (%s)", OPAL_NAME_PRINT(name),
                      ep ? "duplicate" : "unknown peer"));
         mca_btl_siwarp_fill_conn_pd(&rej, ep ? MCA_BTL_SIWARP_CONN_DUP
                                              : MCA_BTL_SIWARP_CONN_UNKNOWN);
@@ -641,7 +643,7 @@ void mca_btl_siwarp_ep_handle_conn_req(mca_btl_siwarp_module_t *m, struct siwarp
     if (rc < 0) {
         qp_abandon(ep);
         mca_btl_siwarp_ep_set_state(ep, MCA_BTL_SIWARP_EP_CLOSED);
-        BTL_VERBOSE(("siwarp: siwarp_accept: %s", strerror(-rc)));
+        BTL_VERBOSE(("siwarp_accept: %s", strerror(-rc)));
         return;
     }
     mca_btl_siwarp_ep_activate(ep);

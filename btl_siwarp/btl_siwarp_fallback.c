@@ -167,7 +167,7 @@ int mca_btl_siwarp_tcp_progress_connect(mca_btl_siwarp_endpoint_t *ep)
             return 0;
         }
         if (getsockopt(ep->fd, SOL_SOCKET, SO_ERROR, &err, &elen) < 0 || 0 != err) {
-            BTL_VERBOSE(("siwarp: TCP connect to %s: %s", OPAL_NAME_PRINT(ep->name),
+            BTL_VERBOSE(("TCP connect to %s: %s", OPAL_NAME_PRINT(ep->name),
                          strerror(err)));
             close(ep->fd);
             ep->fd = -1;
@@ -254,7 +254,7 @@ void mca_btl_siwarp_tcp_accept(mca_btl_siwarp_module_t *m, int listen_fd)
         memcpy(&h, buf, sizeof(h));
         if (MCA_BTL_SIWARP_TCP_HELLO != h.op || sizeof(pd) != ntohl(h.len) ||
             OPAL_SUCCESS != mca_btl_siwarp_parse_conn_pd(buf + sizeof(h), sizeof(pd), &pd)) {
-            BTL_VERBOSE(("siwarp: dropping a TCP connection without a valid hello"));
+            BTL_VERBOSE(("dropping a TCP connection without a valid hello"));
             close(fd);
             continue;
         }

@@ -77,7 +77,7 @@ static int siwarp_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc
             }
         }
         if (!usable) {
-            BTL_VERBOSE(("siwarp: %s has no address reachable from here",
+            BTL_VERBOSE(("%s has no address reachable from here",
                          OPAL_NAME_PRINT(procs[i]->proc_name)));
             continue;
         }

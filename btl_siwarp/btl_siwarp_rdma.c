@@ -30,7 +30,7 @@ static int rcache_reg(void *reg_data, void *base, size_t size,
     }
     rc = siwarp_reg_mr(m->pd, base, size, access, &reg->mr);
     if (rc < 0) {
-        BTL_VERBOSE(("siwarp: siwarp_reg_mr(%p, %zu): %s", base, size, strerror(-rc)));
+        BTL_VERBOSE(("siwarp_reg_mr(%p, %zu): %s", base, size, strerror(-rc)));
         reg->mr = NULL;
         return OPAL_ERR_OUT_OF_RESOURCE;
     }

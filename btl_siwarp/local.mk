@@ -7,7 +7,13 @@ if HAVE_OMPI
 btlsiwarpdir = $(OMPI_COMPONENT_DIR)
 btlsiwarp_LTLIBRARIES = btl_siwarp/mca_btl_siwarp.la
 
-btl_siwarp_mca_btl_siwarp_la_SOURCES = \
+# The code is built as a convenience library first, so that no object file in
+# btl_siwarp/.libs starts with "mca_": Open MPI tries to dlopen every file
+# named mca_* in a component directory, and a build-tree run points
+# mca_base_component_path at btl_siwarp/.libs.
+noinst_LTLIBRARIES += btl_siwarp/libbtlsiwarp.la
+btl_siwarp_mca_btl_siwarp_la_SOURCES =
+btl_siwarp_libbtlsiwarp_la_SOURCES = \
 	btl_siwarp/btl_siwarp.h \
 	btl_siwarp/btl_siwarp_component.c \
 	btl_siwarp/btl_siwarp_module.c \
@@ -17,13 +23,13 @@ btl_siwarp_mca_btl_siwarp_la_SOURCES = \
 	btl_siwarp/btl_siwarp_frag.h \
 	btl_siwarp/btl_siwarp_frag.c \
 	btl_siwarp/btl_siwarp_rdma.c
-btl_siwarp_mca_btl_siwarp_la_CPPFLAGS = -I$(top_srcdir)/include $(OMPI_CPPFLAGS) \
+btl_siwarp_libbtlsiwarp_la_CPPFLAGS = -I$(top_srcdir)/include $(OMPI_CPPFLAGS) \
 	-DSIWARP_HELP_DIR='"$(btlsiwarphelpdir)"' \
 	-DSIWARP_SRC_HELP_DIR='"$(abs_top_srcdir)/btl_siwarp"'
-btl_siwarp_mca_btl_siwarp_la_CFLAGS = $(SWP_CFLAGS) -Wno-unused-parameter \
+btl_siwarp_libbtlsiwarp_la_CFLAGS = $(SWP_CFLAGS) -Wno-unused-parameter \
 	-Wno-missing-field-initializers -Wno-sign-compare
 btl_siwarp_mca_btl_siwarp_la_LDFLAGS = -module -avoid-version -shared -no-undefined
-btl_siwarp_mca_btl_siwarp_la_LIBADD = common/libswpcore.la $(OMPI_LIBS) -lpthread
+btl_siwarp_mca_btl_siwarp_la_LIBADD = btl_siwarp/libbtlsiwarp.la common/libswpcore.la $(OMPI_LIBS) -lpthread
 
 # the component adds this directory to opal_show_help's search path
 btlsiwarphelpdir = $(pkgdatadir)
