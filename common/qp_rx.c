@@ -635,6 +635,8 @@ int swp_rx_progress(struct siwarp_qp *qp)
 {
     struct swp_rx *rx = &qp->rx;
 
+    bool short_read = false;
+
     for (int budget = SWP_RX_BUDGET; budget > 0; budget--) {
         ssize_t got;
         int rc;
@@ -645,6 +647,11 @@ int swp_rx_progress(struct siwarp_qp *qp)
             rc = rx_consume(qp);
             if (rc < 0)
                 return rc;
+            /* a read that did not fill the buffer drained the socket: skip
+             * the recv that would only say EAGAIN (epoll is level-triggered
+             * and the busy poller comes back anyway) */
+            if (short_read)
+                return 0;
             continue;
         }
         if (rx->state == SWP_RX_PAYLOAD && !qp->nego.markers &&
@@ -657,6 +664,7 @@ int swp_rx_progress(struct siwarp_qp *qp)
             else if (got > 0) {
                 rx->buf_head = 0;
                 rx->buf_tail = (uint32_t)got;
+                short_read = (uint32_t)got < rx->buf_size;
             }
         }
         if (got == -EAGAIN || got == -EWOULDBLOCK)

@@ -13,6 +13,7 @@
 #include "swp.h"
 
 #define SWP_MARKER_FPDU_CAP 4096   /* payload cap per FPDU when markers are on */
+#define SWP_TX_COPY_MAX     256    /* payloads up to this are copied, not gathered */
 
 uint32_t swp_fpdu_wire_len(uint32_t ulpdu_len, bool crc)
 {
@@ -101,7 +102,7 @@ static bool tx_room(struct siwarp_qp *qp, uint32_t plen, uint32_t pieces)
     uint32_t markers = qp->nego.markers ? plen / SWP_MPA_MARKER_PERIOD + 3 : 0;
     uint32_t iovs = 3 + pieces + 2 * markers;
     uint32_t bytes = SWP_MPA_HDR_LEN + SWP_HDR_MAX + 3 + SWP_MPA_CRC_LEN +
-                     SWP_MPA_MARKER_LEN * markers;
+                     SWP_MPA_MARKER_LEN * markers + (plen <= SWP_TX_COPY_MAX ? plen : 0);
 
     if (tx->niov && tx->pending >= SWP_TX_BATCH)
         return false;
@@ -132,9 +133,20 @@ static void tx_fpdu(struct siwarp_qp *qp, uint8_t *h, uint32_t hdrlen,
         tx_marker(qp, 0, false);
     tx->fpdu_start = tx->stream_off;
     tx->crc = 0;
-    tx_emit(qp, h, SWP_MPA_HDR_LEN + hdrlen, true);
-    for (uint32_t i = 0; i < npl; i++)
-        tx_emit(qp, pl[i].iov_base, pl[i].iov_len, true);
+    if (plen <= SWP_TX_COPY_MAX && tx->hdrs_used + plen + 8 <= SWP_TX_HDRS) {
+        /* small payload: copy it behind the header so the whole FPDU is one
+         * contiguous iovec (cheaper than gathering three) */
+        uint8_t *c = tx_space(tx, plen);
+        for (uint32_t i = 0; i < npl; i++) {
+            memcpy(c, pl[i].iov_base, pl[i].iov_len);
+            c += pl[i].iov_len;
+        }
+        tx_emit(qp, h, SWP_MPA_HDR_LEN + hdrlen + plen, true);
+    } else {
+        tx_emit(qp, h, SWP_MPA_HDR_LEN + hdrlen, true);
+        for (uint32_t i = 0; i < npl; i++)
+            tx_emit(qp, pl[i].iov_base, pl[i].iov_len, true);
+    }
     t = tx_space(tx, pad + SWP_MPA_CRC_LEN);
     memset(t, 0, pad);
     tx_emit(qp, t, pad, true);

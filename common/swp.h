@@ -434,6 +434,8 @@ struct siwarp_ctx {
     struct swp_stag_ent *stags;
     uint32_t nstags, stag_free;
     uint64_t rng;
+    uint64_t polls;                      /* busy polls, for the direct path */
+    bool direct_poll;                    /* SIWARP_DIRECT_POLL, default on */
 };
 
 static inline void swp_lock(struct siwarp_ctx *c) { pthread_mutex_lock(&c->lock); }
