@@ -9,6 +9,8 @@
 #include <unistd.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 
 #include "swp.h"
 
@@ -333,12 +335,35 @@ void swp_qp_llp_closed(struct siwarp_qp *qp, int err, bool clean)
     swp_qp_enter_error(qp);
 }
 
+/* A peer that dies or a link that goes down without a FIN or RST must not
+ * hang the QP: TCP_USER_TIMEOUT bounds how long sent data may stay
+ * unacknowledged, keepalive probes an idle connection.  Both end in a TCP
+ * error, which flushes the QP with SIWARP_WC_LLP_ERR. */
+static void swp_qp_set_llp_timeout(struct siwarp_qp *qp)
+{
+    int ms = qp->cm.param.llp_timeout_ms ? qp->cm.param.llp_timeout_ms : 30000;
+    int one = 1, idle, intvl, cnt = 3;
+    unsigned int uto;
+
+    if (ms < 0)
+        return;
+    idle = ms / 2000 > 0 ? ms / 2000 : 1;          /* half the budget idle */
+    intvl = (ms / 1000 - idle) / cnt > 0 ? (ms / 1000 - idle) / cnt : 1;
+    uto = (unsigned int)ms;
+    setsockopt(qp->pl.fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+    setsockopt(qp->pl.fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+    setsockopt(qp->pl.fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+    setsockopt(qp->pl.fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+    setsockopt(qp->pl.fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &uto, sizeof(uto));
+}
+
 int swp_qp_established(struct siwarp_qp *qp)
 {
     int rc = swp_qp_set_state(qp, SIWARP_QPS_RTS);
 
     if (rc < 0)
         return rc;
+    swp_qp_set_llp_timeout(qp);
     /* MPA rev 1 carries no IRD/ORD (RFC 6581 1): assume a modest depth */
     if (qp->nego.mpa_rev == 1 && qp->nego.ird == 0 && qp->nego.ord == 0)
         qp->nego.ird = qp->nego.ord = 16;

@@ -196,6 +196,8 @@ struct siwarp_conn_param {
     int      v1_fallback;    /* initiator retries with rev 1 if rev 2 refused */
     int      markers_fallback; /* initiator retries without markers if refused */
     int      timeout_ms;     /* MPA exchange timeout; 0: default 10000 */
+    int      llp_timeout_ms; /* dead-peer detection once connected (TCP keepalive
+                                and TCP_USER_TIMEOUT); 0: default 30000, <0: off */
     const void *private_data;
     uint16_t private_data_len;
 };
