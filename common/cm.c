@@ -94,7 +94,7 @@ static void cm_done(struct siwarp_qp *qp)
     swp_timer_cancel(&qp->cm.timer);
     qp->cm.state = SWP_CM_DONE;
     /* RFC 6581 7.1.1: P2P start-up.  The data path sends / awaits the RTR. */
-    if (qp->nego.p2p) {
+    if (qp->nego.p2p && qp->nego.rtr) {
         qp->rtr_pending_tx = qp->nego.initiator;
         qp->rtr_wait_rx = !qp->nego.initiator;
     }
