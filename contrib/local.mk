@@ -1,1 +1,11 @@
-# contrib/local.mk - placeholder; owned by the contrib owner (append with +=).
+# contrib/local.mk - benchmarks and helpers (included by the top-level
+# Makefile.am; paths relative to the top of the tree; append with +=).
+
+# siwarp-perf: perftest-like latency / bandwidth of Send, Write and Read over
+# libsiwarp, with a plain TCP baseline (--tcp).  Installed: it is a user tool.
+bin_PROGRAMS += contrib/siwarp-perf
+contrib_siwarp_perf_SOURCES = contrib/siwarp-perf.c
+contrib_siwarp_perf_LDADD = common/libswpcore.la -lpthread
+
+# the README's main job, and the namespace helper used by test/integ
+dist_noinst_SCRIPTS += contrib/run-main.sh contrib/netns.sh
