@@ -1,1 +1,21 @@
-# test/mpi/local.mk - placeholder; owned by the test/mpi owner (append with +=).
+# test/mpi/local.mk - MPI tests of the siwarp BTL (mpirun over loopback).
+# The programs are built by the driver with mpicc (automake cannot switch CC
+# per target), into $(builddir)/test/mpi; the driver prints TAP.
+
+if HAVE_OMPI
+TESTS += test/mpi/run-mpi-tests.sh
+endif
+dist_noinst_SCRIPTS += test/mpi/run-mpi-tests.sh
+EXTRA_DIST += \
+	test/mpi/mpi_common.h \
+	test/mpi/mpi_pingpong.c \
+	test/mpi/mpi_anysrc.c \
+	test/mpi/mpi_datatype.c \
+	test/mpi/mpi_flood.c \
+	test/mpi/mpi_coll.c \
+	test/mpi/mpi_onesided.c \
+	test/mpi/mpi_remap.c \
+	test/mpi/mpi-bench.c
+CLEANFILES += test/mpi/*.log test/mpi/mpi_pingpong test/mpi/mpi_anysrc \
+	test/mpi/mpi_datatype test/mpi/mpi_flood test/mpi/mpi_coll \
+	test/mpi/mpi_onesided test/mpi/mpi_remap test/mpi/mpi-bench

@@ -1,0 +1,180 @@
+/*
+ * mpi-bench.c - ping-pong latency, uni- and bi-directional bandwidth
+ * (window of 64 outstanding messages) and message rate between ranks 0
+ * and 1, sizes 0 B to 64 MiB.  Data is verified once per size.
+ *
+ *   mpi-bench [-t lat|bw|bibw|rate|all] [-m MAXBYTES] [-n MINBYTES] [-i ITER]
+ *
+ * Output, one line per (test, size), easy to join across runs:
+ *   # test size value unit
+ *   lat 8 12.34 us
+ *   bw 1048576 950.1 MB/s
+ */
+#include "mpi_common.h"
+#include <getopt.h>
+
+#define WINDOW 64
+
+static int rank;
+static int iters_for(size_t len, int base)
+{
+    if (len >= (8u << 20)) {
+        return base / 50 > 2 ? base / 50 : 2;
+    }
+    if (len >= (1u << 20)) {
+        return base / 10 > 5 ? base / 10 : 5;
+    }
+    if (len >= 65536) {
+        return base / 2 > 10 ? base / 2 : 10;
+    }
+    return base;
+}
+
+static void check_data(uint8_t *s, uint8_t *r, size_t len)
+{
+    /* one verified exchange before timing */
+    if (0 == rank) {
+        fill(s, len, len);
+        MPI_Send(s, (int) len, MPI_BYTE, 1, 99, MPI_COMM_WORLD);
+        MPI_Recv(r, (int) len, MPI_BYTE, 1, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        CHECK(verify(r, len, len + 1) == (size_t) -1, "data check at %zu bytes", len);
+    } else {
+        MPI_Recv(r, (int) len, MPI_BYTE, 0, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        CHECK(verify(r, len, len) == (size_t) -1, "data check at %zu bytes", len);
+        fill(s, len, len + 1);
+        MPI_Send(s, (int) len, MPI_BYTE, 0, 99, MPI_COMM_WORLD);
+    }
+}
+
+static double lat(uint8_t *s, uint8_t *r, size_t len, int iters)
+{
+    double t0 = 0;
+    for (int i = -2; i < iters; i++) {
+        if (0 == i) {
+            t0 = MPI_Wtime();
+        }
+        if (0 == rank) {
+            MPI_Send(s, (int) len, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
+            MPI_Recv(r, (int) len, MPI_BYTE, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Recv(r, (int) len, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(s, (int) len, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
+        }
+    }
+    return (MPI_Wtime() - t0) * 1e6 / (2.0 * iters);
+}
+
+/* window of WINDOW messages one way (bi: both ways), then a 1-byte ack;
+ * returns seconds, *msgs the messages moved */
+static double window(uint8_t *s, uint8_t *r, size_t len, int iters, int bidir, double *msgs)
+{
+    MPI_Request req[2 * WINDOW];
+    double t0 = 0;
+    char ack = 0;
+    size_t stride = len < 65536 ? len : 0;     /* small messages: distinct slots */
+
+    for (int i = -1; i < iters; i++) {
+        int n = 0;
+        if (0 == i) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            t0 = MPI_Wtime();
+        }
+        if (0 == rank || bidir) {
+            for (int w = 0; w < WINDOW; w++) {
+                MPI_Isend(s + stride * w, (int) len, MPI_BYTE, 1 - rank, 2, MPI_COMM_WORLD,
+                          &req[n++]);
+            }
+        }
+        if (1 == rank || bidir) {
+            for (int w = 0; w < WINDOW; w++) {
+                MPI_Irecv(r + stride * w, (int) len, MPI_BYTE, 1 - rank, 2, MPI_COMM_WORLD,
+                          &req[n++]);
+            }
+        }
+        MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
+        if (0 == rank) {
+            MPI_Recv(&ack, 1, MPI_BYTE, 1, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Send(&ack, 1, MPI_BYTE, 0, 3, MPI_COMM_WORLD);
+        }
+    }
+    *msgs = (double) WINDOW * iters * (bidir ? 2 : 1);
+    return MPI_Wtime() - t0;
+}
+
+static double bw(uint8_t *s, uint8_t *r, size_t len, int iters, int bidir)
+{
+    double msgs, t = window(s, r, len, iters, bidir, &msgs);
+    return (double) len * msgs / t / 1e6;
+}
+
+static double rate(uint8_t *s, uint8_t *r, size_t len, int iters)
+{
+    double msgs, t = window(s, r, len, iters, 0, &msgs);
+    return msgs / t;
+}
+
+int main(int argc, char **argv)
+{
+    const char *test = "all";
+    size_t max = 64u << 20, min = 0;
+    int base_iters = 1000, c, size;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    while ((c = getopt(argc, argv, "t:m:n:i:")) != -1) {
+        switch (c) {
+        case 't': test = optarg; break;
+        case 'm': max = strtoull(optarg, NULL, 0); break;
+        case 'n': min = strtoull(optarg, NULL, 0); break;
+        case 'i': base_iters = atoi(optarg); break;
+        default:
+            if (0 == rank) {
+                fprintf(stderr, "usage: mpi-bench [-t lat|bw|bibw|rate|all] [-m max] "
+                        "[-n min] [-i iters]\n");
+            }
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+    }
+    CHECK(size >= 2, "needs 2 ranks");
+    if (rank > 1) {     /* extra ranks idle */
+        MPI_Finalize();
+        return 0;
+    }
+    /* the window of small messages uses distinct slots */
+    size_t bytes = max > 65536 * (size_t) WINDOW ? max : 65536 * (size_t) WINDOW;
+    uint8_t *s = malloc(bytes), *r = malloc(bytes);
+    CHECK(s && r, "malloc %zu", bytes);
+    memset(s, 1, bytes);
+    memset(r, 0, bytes);
+    if (0 == rank) {
+        printf("# test size value unit\n");
+    }
+    int all = !strcmp(test, "all");
+    for (size_t len = min; len <= max; len = len ? len * 2 : 1) {
+        int it = iters_for(len, base_iters);
+        check_data(s, r, len);
+        if (all || !strcmp(test, "lat")) {
+            double v = lat(s, r, len, it);
+            if (0 == rank) printf("lat %zu %.2f us\n", len, v);
+        }
+        if (all || !strcmp(test, "bw")) {
+            double v = bw(s, r, len, it / 10 > 2 ? it / 10 : 2, 0);
+            if (0 == rank) printf("bw %zu %.1f MB/s\n", len, v);
+        }
+        if (all || !strcmp(test, "bibw")) {
+            double v = bw(s, r, len, it / 10 > 2 ? it / 10 : 2, 1);
+            if (0 == rank) printf("bibw %zu %.1f MB/s\n", len, v);
+        }
+        if ((all || !strcmp(test, "rate")) && len <= 65536) {
+            double v = rate(s, r, len, it / 10 > 2 ? it / 10 : 2);
+            if (0 == rank) printf("rate %zu %.0f msg/s\n", len, v);
+        }
+        fflush(stdout);
+    }
+    free(s);
+    free(r);
+    MPI_Finalize();
+    return 0;
+}

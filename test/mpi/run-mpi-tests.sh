@@ -1,0 +1,163 @@
+#!/bin/sh
+# run-mpi-tests.sh - MPI tests of the siwarp BTL, TAP output.
+#
+# Builds the test programs with mpicc into $BUILDDIR/test/mpi, then runs each
+# with `mpirun --mca pml ob1 --mca btl siwarp,self` on 2 ranks and on 4
+# oversubscribed ranks over loopback, plus the TCP fallback (all ranks and
+# mixed), fallback=error, a bad MCA value, the progress thread and
+# interface selection.  Every mpirun is bounded by `timeout`.
+#
+# Environment: srcdir (set by `make check`), BUILDDIR (default: cwd),
+# MPI_TEST_TIMEOUT (seconds per mpirun, default 180), MPI_TEST_QUICK=1
+# (smaller sizes).
+set -u
+
+srcdir=${srcdir:-$(dirname "$0")/../..}
+case $srcdir in /*) ;; *) srcdir=$(cd "$srcdir" && pwd) ;; esac
+BUILDDIR=${BUILDDIR:-$(pwd)}
+T=${MPI_TEST_TIMEOUT:-180}
+COMP=$BUILDDIR/btl_siwarp/.libs
+OUT=$BUILDDIR/test/mpi
+mkdir -p "$OUT"
+
+n=0
+failed=0
+ok()      { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok()  { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; }
+skip()    { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
+diag()    { sed 's/^/# /' "$1" | tail -n 25; }
+
+if ! command -v mpicc >/dev/null 2>&1 || ! command -v mpirun >/dev/null 2>&1; then
+    echo "1..0 # SKIP mpicc/mpirun not installed"
+    exit 0
+fi
+if [ ! -f "$COMP/mca_btl_siwarp.so" ]; then
+    echo "1..0 # SKIP $COMP/mca_btl_siwarp.so not built (configure found no Open MPI headers?)"
+    exit 0
+fi
+
+# Open MPI finds the component in the build tree; root needs the two flags.
+OMPI_DIR=$(ompi_info --path pkglibdir --parsable 2>/dev/null | sed -n 's/^path:pkglibdir://p')
+[ -n "$OMPI_DIR" ] || OMPI_DIR=/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3
+export OMPI_MCA_mca_base_component_path="$COMP:$OMPI_DIR"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# keep Open MPI from probing for an rsh agent / hostfile in odd containers
+export OMPI_MCA_plm_rsh_agent=${OMPI_MCA_plm_rsh_agent:-false}
+export OMPI_MCA_rmaps_base_oversubscribe=1
+
+PROGS="mpi_pingpong mpi_anysrc mpi_datatype mpi_flood mpi_coll mpi_onesided mpi_remap mpi-bench"
+TESTS_PER_NP=7
+echo "1..$((1 + 1 + TESTS_PER_NP * 2 + 10))"
+
+# ---- build -----------------------------------------------------------------
+build_ok=1
+: > "$OUT/build.log"
+for p in $PROGS; do
+    mpicc -O2 -g -Wall -o "$OUT/$p" "$srcdir/test/mpi/$p.c" >> "$OUT/build.log" 2>&1 || build_ok=0
+done
+if [ $build_ok = 1 ]; then ok "build MPI test programs with mpicc"; else
+    not_ok "build MPI test programs with mpicc"; diag "$OUT/build.log"; exit 1; fi
+
+if ompi_info 2>/dev/null | grep -q "MCA btl: siwarp"; then
+    ok "ompi_info lists MCA btl: siwarp"
+else
+    not_ok "ompi_info lists MCA btl: siwarp"
+fi
+
+MPIRUN="mpirun --mca pml ob1 --mca btl siwarp,self --mca osc ^ucx --bind-to none"
+
+# run NAME NP [mpirun args...] -- PROG ARGS : expect exit 0 and no error text
+run() {
+    name=$1; np=$2; shift 2
+    log="$OUT/$(echo "$name" | tr ' /=,' '____').log"
+    timeout "$T" $MPIRUN -np "$np" "$@" > "$log" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ] && ! grep -q "check failed" "$log"; then
+        ok "$name"
+    else
+        not_ok "$name (exit $rc)"
+        diag "$log"
+    fi
+}
+
+if [ "${MPI_TEST_QUICK:-0}" = 1 ]; then BIG=4194304; BIG4=1048576; FLOOD=5000
+else BIG=67108864; BIG4=8388608; FLOOD=20000; fi
+
+for np in 2 4; do
+    [ $np = 2 ] && max=$BIG || max=$BIG4
+    run "np=$np ping-pong and exchange 0 B..$max B, odd sizes, unaligned" $np "$OUT/mpi_pingpong" $max
+    run "np=$np any-source/any-tag, probe, cancel" $np "$OUT/mpi_anysrc"
+    run "np=$np derived datatypes (vector, struct)" $np "$OUT/mpi_datatype"
+    run "np=$np unexpected-message flood ($FLOOD per pair)" $np "$OUT/mpi_flood" $FLOOD
+    run "np=$np collectives (bcast, allreduce, alltoall(v))" $np "$OUT/mpi_coll"
+    run "np=$np one-sided put/get/accumulate, fence and lock" $np "$OUT/mpi_onesided"
+    run "np=$np buffers freed/unmapped/remapped between transfers" $np "$OUT/mpi_remap"
+done
+
+# ---- TCP fallback ---------------------------------------------------------------
+log="$OUT/fallback_all.log"
+timeout "$T" $MPIRUN -np 2 --mca btl_siwarp_mpa 0 "$OUT/mpi_pingpong" 4194304 > "$log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q "plain framed" "$log"; then
+    ok "btl_siwarp_mpa=0 everywhere: ping-pong over framed TCP, warning shown"
+else
+    not_ok "btl_siwarp_mpa=0 everywhere (exit $rc)"; diag "$log"
+fi
+
+log="$OUT/fallback_mixed.log"
+timeout "$T" $MPIRUN -np 1 -x OMPI_MCA_btl_siwarp_mpa=0 "$OUT/mpi_coll" : \
+    -np 3 "$OUT/mpi_coll" > "$log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q "plain framed" "$log" && grep -q "collectives: ok" "$log"; then
+    ok "mixed job: rank 0 with btl_siwarp_mpa=0, ranks 1-3 iWARP (collectives)"
+else
+    not_ok "mixed job with one TCP-fallback rank (exit $rc)"; diag "$log"
+fi
+
+log="$OUT/fallback_mixed_rdma.log"
+timeout "$T" $MPIRUN -np 1 -x OMPI_MCA_btl_siwarp_mpa=0 "$OUT/mpi_pingpong" $BIG4 : \
+    -np 1 "$OUT/mpi_pingpong" $BIG4 > "$log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q "pingpong: ok" "$log"; then
+    ok "mixed pair: emulated put/get over TCP up to $BIG4 B"
+else
+    not_ok "mixed pair: emulated put/get over TCP (exit $rc)"; diag "$log"
+fi
+
+log="$OUT/fallback_error.log"
+timeout "$T" $MPIRUN -np 1 -x OMPI_MCA_btl_siwarp_mpa=0 -x OMPI_MCA_btl_siwarp_fallback=error \
+    "$OUT/mpi_pingpong" 1024 : -np 1 -x OMPI_MCA_btl_siwarp_fallback=error \
+    "$OUT/mpi_pingpong" 1024 > "$log" 2>&1
+rc=$?
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "is disabled (btl_siwarp_fallback=error)" "$log"; then
+    ok "btl_siwarp_fallback=error: a non-iWARP peer is an error, with a message"
+else
+    not_ok "btl_siwarp_fallback=error (exit $rc)"; diag "$log"
+fi
+
+# ---- parameters ---------------------------------------------------------------------
+log="$OUT/bad_param.log"
+timeout "$T" $MPIRUN -np 2 --mca btl_siwarp_rq_depth 0 "$OUT/mpi_pingpong" 1024 > "$log" 2>&1
+rc=$?
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "btl_siwarp_rq_depth" "$log" &&
+   grep -q "cannot use" "$log"; then
+    ok "bad MCA value (btl_siwarp_rq_depth=0) refused with a clear message"
+else
+    not_ok "bad MCA value refused (exit $rc)"; diag "$log"
+fi
+
+if ompi_info --param btl siwarp --level 9 2>/dev/null | grep -q "btl_siwarp_progress_thread"; then
+    ok "ompi_info --param btl siwarp --level 9 documents the parameters"
+else
+    not_ok "ompi_info --param btl siwarp --level 9"
+fi
+
+run "progress thread on (btl_siwarp_progress_thread=1)" 2 \
+    --mca btl_siwarp_progress_thread 1 "$OUT/mpi_pingpong" $BIG4
+run "interface selection: btl_siwarp_if_include=lo" 2 \
+    --mca btl_siwarp_if_include lo "$OUT/mpi_flood" 2000
+run "small receive queue (rq_depth=2, credit_threshold=1) under flood" 4 \
+    --mca btl_siwarp_rq_depth 2 --mca btl_siwarp_credit_threshold 1 "$OUT/mpi_flood" 3000
+run "mpi-bench smoke (0 B..1 MiB)" 2 "$OUT/mpi-bench" -m 1048576 -i 20
+
+[ $failed -eq 0 ]
