@@ -249,8 +249,10 @@ int integ_wait_state(struct integ_ep *e, int st, int timeout_ms,
             return -1;
         }
         INTEG_CHECK_RC(siwarp_query_qp(e->qp, attr));
-        if (st >= 0 ? (int)attr->state == st : attr->state != SIWARP_QPS_RTS &&
-                      attr->state != SIWARP_QPS_CONNECTING)
+        if (st >= 0 ? (int)attr->state == st :
+            st == INTEG_ST_NOT_CONNECTING ? attr->state != SIWARP_QPS_IDLE &&
+                                            attr->state != SIWARP_QPS_CONNECTING :
+            attr->state != SIWARP_QPS_RTS && attr->state != SIWARP_QPS_CONNECTING)
             return 0;
         if (integ_now_ms() > end) {
             INTEG_FAIL("QP state %s, waited %d ms for %s (error %d '%s')",
@@ -283,8 +285,13 @@ int integ_accept(struct integ_ep *e, const struct integ_cfg *c, const void *pd,
     p.private_data = pd;
     p.private_data_len = pd_len;
     INTEG_CHECK_RC(siwarp_accept(req, e->qp, &p));
-    if (integ_wait_state(e, SIWARP_QPS_RTS, integ_timeout_ms(), &attr) < 0)
+    /* the client may already have sent something fatal: RTS or beyond */
+    if (integ_wait_state(e, INTEG_ST_NOT_CONNECTING, integ_timeout_ms(), &attr) < 0)
         return -1;
+    if (attr.state == SIWARP_QPS_IDLE) {
+        INTEG_FAIL("accepted QP back in IDLE: '%s'", attr.error_str);
+        return -1;
+    }
     return 0;
 }
 
@@ -324,7 +331,8 @@ int integ_check_nego(struct integ_ep *e, const struct integ_cfg *c)
                    a.p2p, a.rtr, want_crc, want_mk, c->cp.mpa_rev, c->cp.p2p);
         return -1;
     }
-    if (c->cp.p2p && a.rtr != (c->cp.rtr & (SIWARP_RTR_READ | SIWARP_RTR_WRITE))) {
+    /* one RTR type, among those offered (RFC 6581 5) */
+    if (c->cp.p2p && (a.rtr == 0 || (a.rtr & (a.rtr - 1)) || (a.rtr & ~c->cp.rtr))) {
         INTEG_FAIL("P2P RTR negotiated %#x, asked for %#x", a.rtr, c->cp.rtr);
         return -1;
     }

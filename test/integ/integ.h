@@ -88,7 +88,10 @@ int  integ_accept(struct integ_ep *e, const struct integ_cfg *c, const void *pd,
 int  integ_connect(struct integ_ep *e, const struct integ_cfg *c, uint16_t port);
 /* One completion (any), progressing while waiting.  -ETIMEDOUT. */
 int  integ_poll1(struct integ_ep *e, struct siwarp_wc *wc, int timeout_ms);
-/* Progress until the QP state is `st` (or, with st < 0, anything but RTS). */
+/* Progress until the QP state is `st`; with st == -1 until it is neither
+ * RTS nor CONNECTING; with INTEG_ST_NOT_CONNECTING until it left IDLE and
+ * CONNECTING (RTS, or an error that came right after). */
+#define INTEG_ST_NOT_CONNECTING (-2)
 int  integ_wait_state(struct integ_ep *e, int st, int timeout_ms,
                       struct siwarp_qp_attr *attr);
 /* Check that the negotiated parameters match what cfg asked for. */

@@ -37,19 +37,19 @@ static void combo(int crc, int markers, int rev, int p2p, int srv_crc, int srv_m
         n = integ_add(steps, n, (enum integ_op)op, sizes, NSIZES, 1, 0);
     n = integ_add(steps, n, I_SEND, sgl, 2, 3, 0);
     n = integ_add(steps, n, I_WRITE, sgl, 2, 3, 1);
-    n = integ_add(steps, n, I_READ, sgl, 2, 3, 0);
+    n = integ_add(steps, n, I_READ, sgl, 2, 1, 0);   /* multi-SGE Reads: test_integ_ops */
     n = integ_add(steps, n, I_FENCE, sgl, 2, 1, 0);
     ASSERT_OK(integ_run(&c, steps, n));
 }
 
-#define COMBO(crc, mk, rev, p2p, name) \
-    TEST(crc##crc##_mk##mk##_mpa##rev##_##name) { combo(crc, mk, rev, P2P_##p2p, crc, mk); }
+#define COMBO(c, mk, rev, p2p, name) \
+    TEST(crc##c##_markers##mk##_mpa##rev##_##name) { combo(c, mk, rev, P2P_##p2p, c, mk); }
 
-#define P2P_SET(crc, mk) \
-    COMBO(crc, mk, 2, NONE, p2p_none) \
-    COMBO(crc, mk, 2, READ, p2p_read) \
-    COMBO(crc, mk, 2, WRITE, p2p_write) \
-    COMBO(crc, mk, 1, NONE, p2p_none)
+#define P2P_SET(c, mk) \
+    COMBO(c, mk, 2, NONE, p2p_none) \
+    COMBO(c, mk, 2, READ, p2p_read) \
+    COMBO(c, mk, 2, WRITE, p2p_write) \
+    COMBO(c, mk, 1, NONE, p2p_none)
 
 P2P_SET(0, 0)
 P2P_SET(0, 1)
