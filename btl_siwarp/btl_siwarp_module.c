@@ -76,6 +76,21 @@ static int siwarp_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc
                 usable |= m->modex[l].family == ep->addrs[a].family;
             }
         }
+        if (usable && MCA_BTL_SIWARP_FALLBACK_ERROR == mca_btl_siwarp_component.fallback) {
+            int iwarp = 0;
+            for (int a = 0; a < ep->num_addrs; a++) {
+                iwarp |= ep->addrs[a].flags & MCA_BTL_SIWARP_ADDR_F_IWARP;
+            }
+            if (!iwarp || !mca_btl_siwarp_component.mpa) {
+                /* known now: let ob1 pick another BTL for this peer */
+                opal_show_help("help-mpi-btl-siwarp.txt", "fallback refused", true,
+                               opal_process_info.nodename, OPAL_NAME_PRINT(ep->name),
+                               mca_btl_siwarp_ep_peer_host(ep),
+                               mca_btl_siwarp_component.mpa ? "MPA is disabled at the peer"
+                                                            : "MPA is disabled here");
+                usable = 0;
+            }
+        }
         if (!usable) {
             BTL_VERBOSE(("%s has no address reachable from here",
                          OPAL_NAME_PRINT(procs[i]->proc_name)));
