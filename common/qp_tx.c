@@ -296,7 +296,7 @@ static bool tx_read_resp(struct siwarp_qp *qp, struct swp_irqe *r)
     h = tx_fpdu_hdr(&qp->tx);
     swp_ddp_build_tagged(h + SWP_MPA_HDR_LEN, SWP_OP_READ_RESP, plen == left, r->sink_stag,
                          r->sink_to + r->sent);
-    pl.iov_base = r->src + r->sent;
+    pl.iov_base = plen ? r->src + r->sent : NULL;   /* a zero-length Read has no source */
     pl.iov_len = plen;
     tx_fpdu(qp, h, SWP_HDR_TAGGED, &pl, plen ? 1 : 0, plen);
     r->sent += plen;
