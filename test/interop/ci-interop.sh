@@ -1,0 +1,25 @@
+#!/bin/sh
+# ci-interop.sh - `make check-interop` for CI: only when ../shared/siw-vm
+# exists, under an overall time limit (INTEROP_TIMEOUT seconds, default
+# 1500 = 25 min, guest build included), output TAP.  Run from the top of a
+# configured tree.  Exits 0 when skipped or when no test failed.
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top" || exit 2
+scripts=$(cd "$top/.." 2>/dev/null && pwd)/shared/siw-vm
+if [ ! -d "$scripts" ]; then
+    echo "1..0 # SKIP no ../shared/siw-vm"
+    exit 0
+fi
+if [ "$(id -u)" != 0 ]; then
+    echo "1..0 # SKIP needs root (guest build, capture on lo)"
+    exit 0
+fi
+[ -f Makefile ] || { ./configure >/dev/null || { echo "Bail out! configure failed"; exit 1; }; }
+make -j2 contrib/siwarp-rping >/dev/null || { echo "Bail out! build failed"; exit 1; }
+timeout --kill-after=30 "${INTEROP_TIMEOUT:-1500}" \
+    make --no-print-directory check-interop SIWVM_SCRIPTS="$scripts" ${INTEROP_BOOTS:+INTEROP_BOOTS="$INTEROP_BOOTS"}
+rc=$?
+if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+    echo "Bail out! check-interop exceeded ${INTEROP_TIMEOUT:-1500} s"
+fi
+exit $rc

@@ -1,0 +1,93 @@
+# guest-interop.sh - runs inside the siw guest (siwrun=guest-interop.sh),
+# driven by the host through files in the 9p share (/mnt/host/run):
+#
+#   run/up           guest: the script has started
+#   run/steps        written by the host before boot, one step a line:
+#                    ID KIND RPING-ARGS...
+#                    KIND gs: `rping -s` on 10.0.2.15:7174 for a siwarp client
+#                             on the host (hostfwd 127.0.0.1:17174);
+#                    KIND gc: `rping -c` to 10.0.2.100:7174, a siwarp server on
+#                             the host (guestfwd -> 127.0.0.1:27174).
+#   run/ready.ID     guest: the rping server of step ID listens
+#   run/go.ID        host:  the siwarp server of step ID listens
+#   run/fin.ID       host:  the siwarp side of step ID has finished
+#   run/out.ID       guest: rping's output;  run/done.ID: its exit status
+#
+# The guest never waits unboundedly: every wait has a deadline, and rping
+# runs under timeout(1).  Waiting here is polling with short sleeps, which
+# is fine inside the guest; the host waits for these files as conditions.
+R=/mnt/host/run
+STEP_TIMEOUT=${STEP_TIMEOUT:-40}
+echo "SIWIOP: siw params: $(cd /sys/module/siw/parameters 2>/dev/null && for p in *; do printf '%s=%s ' "$p" "$(cat "$p")"; done)"
+[ -d "$R" ] && : >"$R/up"
+echo "SIWIOP: siwfix=$(for x in $(cat /proc/cmdline); do case $x in siwfix=*) echo "${x#*=}";; esac; done)"
+
+# Wait (up to $2 tenths of a second) for file $1.
+wait_file() {
+    i=0
+    while [ ! -e "$1" ]; do
+        i=$((i + 1))
+        [ $i -gt "$2" ] && return 1
+        sleep 0.1
+    done
+    return 0
+}
+
+# Is something listening on TCP port 7174 (hex 1C06)?  siw's listener is a
+# kernel socket and shows in /proc/net/tcp like any other.
+listening() {
+    grep -q ':1C06 00000000:0000 0A' /proc/net/tcp 2>/dev/null
+}
+
+while read -r id kind args; do
+    [ -n "$id" ] || continue
+    case $id in \#*) continue ;; esac
+    t0=$(cut -d' ' -f1 /proc/uptime)
+    case $kind in
+    gs)
+        # shellcheck disable=SC2086
+        timeout "$STEP_TIMEOUT" rping -s -a 10.0.2.15 -p 7174 $args >/tmp/out.$id 2>&1 &
+        pid=$!
+        i=0
+        while ! listening && [ $i -lt 100 ] && kill -0 $pid 2>/dev/null; do
+            sleep 0.05; i=$((i + 1))
+        done
+        : >"$R/ready.$id"
+        # rping -s exits when its client disconnects; if the host side is
+        # finished (e.g. siw refused the connection below rping), allow a
+        # grace period, then stop it.
+        fin_seen=0
+        while kill -0 $pid 2>/dev/null; do
+            if [ $fin_seen = 0 ] && [ -e "$R/fin.$id" ]; then fin_seen=1; j=0; fi
+            if [ $fin_seen = 1 ]; then
+                j=$((j + 1))
+                [ $j -gt 20 ] && { kill $pid 2>/dev/null; echo "SIWIOP: rping -s stopped after the host finished" >>/tmp/out.$id; }
+            fi
+            sleep 0.1
+        done
+        wait $pid
+        rc=$?
+        ;;
+    gc)
+        if wait_file "$R/go.$id" 600; then
+            # shellcheck disable=SC2086
+            timeout "$STEP_TIMEOUT" rping -c -a 10.0.2.100 -p 7174 $args >/tmp/out.$id 2>&1
+            rc=$?
+        else
+            echo "SIWIOP: host server never became ready" >/tmp/out.$id
+            rc=125
+        fi
+        ;;
+    *)
+        echo "SIWIOP: unknown step kind $kind" >/tmp/out.$id
+        rc=126
+        ;;
+    esac
+    t1=$(cut -d' ' -f1 /proc/uptime)
+    cp /tmp/out.$id "$R/out.$id"
+    echo "$rc $t0 $t1" >"$R/done.$id.tmp" && mv "$R/done.$id.tmp" "$R/done.$id"
+    echo "SIWIOP: step $id ($kind) rc=$rc"
+done <"$R/steps"
+dmesg | grep -iE 'siw|iwarp' | tail -40 >"$R/dmesg"
+sync
+echo "SIWIOP: all steps done"

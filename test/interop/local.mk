@@ -1,0 +1,39 @@
+# test/interop/local.mk - interoperability with Linux kernel soft-iWARP (siw).
+#
+#   make check                 runs the VM-free tests below (trace parsing,
+#                              handshake/first-FPDU coalescing)
+#   make check-interop         boots the siw guest (building it with
+#                              ../shared/siw-vm/build-guest.sh when missing)
+#                              and runs the rping matrix; not part of check
+# Paths are relative to the top of the tree.
+
+noinst_PROGRAMS += contrib/siwarp-rping
+contrib_siwarp_rping_SOURCES = contrib/siwarp-rping.c
+contrib_siwarp_rping_LDADD = common/libswpcore.la -lpthread
+
+# ---- VM-free tests (part of make check) -----------------------------------------
+INTEROP_CPPFLAGS = -I$(top_srcdir)/include -I$(top_srcdir)/common -I$(top_srcdir)/test \
+	-DSWP_SRCDIR='"$(abs_top_srcdir)"'
+check_PROGRAMS += test/interop/test_traces test/interop/test_handshake_race
+TESTS += test/interop/test_traces test/interop/test_handshake_race
+test_interop_test_traces_SOURCES = test/interop/test_traces.c
+test_interop_test_traces_CPPFLAGS = $(INTEROP_CPPFLAGS)
+test_interop_test_handshake_race_SOURCES = test/interop/test_handshake_race.c
+test_interop_test_handshake_race_CPPFLAGS = $(INTEROP_CPPFLAGS)
+
+# ---- against Linux siw in a qemu guest (make check-interop) ------------------------
+SIWVM ?= /tmp/siwvm
+SIWVM_SCRIPTS ?= $(abs_top_srcdir)/../shared/siw-vm
+EXTRA_DIST += test/interop/run-interop.sh test/interop/guest-interop.sh \
+	test/interop/ci-interop.sh test/interop/extract-streams.sh test/interop/traces
+
+# Builds the guest when it is missing, then runs the matrix (TAP and a
+# summary table; logs and captures under $(INTEROP_OUT) when set).
+check-interop: contrib/siwarp-rping
+	@if [ ! -f "$(SIWVM)/vmlinux" ] || [ ! -f "$(SIWVM)/initrd.img" ]; then \
+	    SIWVM="$(SIWVM)" "$(SIWVM_SCRIPTS)/build-guest.sh" || exit 1; \
+	fi
+	SIWVM="$(SIWVM)" SIWVM_SCRIPTS="$(SIWVM_SCRIPTS)" top_srcdir="$(abs_top_srcdir)" \
+	    top_builddir="$(abs_top_builddir)" $${INTEROP_OUT:+OUT="$$INTEROP_OUT"} \
+	    $(SHELL) $(top_srcdir)/test/interop/run-interop.sh $(INTEROP_BOOTS)
+.PHONY: check-interop
