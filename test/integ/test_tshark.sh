@@ -94,7 +94,12 @@ run_config() { # name
     port=${line#listening port=}
 
     # capture; ready when dumpcap reports "Capturing on"
-    tshark -i lo -f "tcp port $port" -w "$dir/trace.pcapng" 2>"$dir/ts.fifo" &
+    # "Capturing on" comes before packets are really captured; readiness is
+    # a UDP probe datagram that shows up in the file (dumpcap flushes each
+    # packet), so the MPA Request of the first connection cannot be missed
+    probe=$((20000 + $$ % 20000))
+    tshark -i lo -f "tcp port $port or udp port $probe" -w "$dir/trace.pcapng" \
+        2>"$dir/ts.fifo" &
     tspid=$!
     exec 6<"$dir/ts.fifo"
     capturing=0
@@ -104,6 +109,18 @@ run_config() { # name
     done
     cat <&6 >>"$dir/ts.err" &
     catpid=$!
+    if [ $capturing = 1 ]; then
+        capturing=0
+        end=$(($(date +%s) + 30))
+        while [ "$(date +%s)" -le $end ]; do
+            python3 -c "import socket;socket.socket(2,2).sendto(b'p',('127.0.0.1',$probe))"
+            if [ -s "$dir/trace.pcapng" ] &&
+               [ "$(tshark -r "$dir/trace.pcapng" -Y udp 2>/dev/null | wc -l)" -gt 0 ]; then
+                capturing=1
+                break
+            fi
+        done
+    fi
     if [ $capturing = 0 ]; then
         for i in $(seq $checks_per_config); do notok "$cfg: tshark did not start capturing"; done
         sed 's/^/# /' "$dir/ts.err"
