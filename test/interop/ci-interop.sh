@@ -5,7 +5,7 @@
 # configured tree.  Exits 0 when skipped or when no test failed.
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 2
-scripts=$(cd "$top/.." 2>/dev/null && pwd)/shared/siw-vm
+scripts=${SIWVM_SCRIPTS:-$(cd "$top/.." 2>/dev/null && pwd)/shared/siw-vm}
 if [ ! -d "$scripts" ]; then
     echo "1..0 # SKIP no ../shared/siw-vm"
     exit 0

@@ -33,7 +33,7 @@ check-interop: contrib/siwarp-rping
 	@if [ ! -f "$(SIWVM)/vmlinux" ] || [ ! -f "$(SIWVM)/initrd.img" ]; then \
 	    SIWVM="$(SIWVM)" "$(SIWVM_SCRIPTS)/build-guest.sh" || exit 1; \
 	fi
-	SIWVM="$(SIWVM)" SIWVM_SCRIPTS="$(SIWVM_SCRIPTS)" top_srcdir="$(abs_top_srcdir)" \
-	    top_builddir="$(abs_top_builddir)" $${INTEROP_OUT:+OUT="$$INTEROP_OUT"} \
+	@SIWVM="$(SIWVM)" SIWVM_SCRIPTS="$(SIWVM_SCRIPTS)" top_srcdir="$(abs_top_srcdir)" \
+	    top_builddir="$(abs_top_builddir)" OUT="$${INTEROP_OUT:-}" \
 	    $(SHELL) $(top_srcdir)/test/interop/run-interop.sh $(INTEROP_BOOTS)
 .PHONY: check-interop
