@@ -1,0 +1,12 @@
+# test/hostile/local.mk - hostile peers at the connection level (raw sockets
+# against the listener and the connect path) and registration churn.
+# Programs link test/libharness.la, common/libswpcore.la and -lpthread
+# through the default LDADD of test/local.mk.
+
+check_PROGRAMS += test/hostile/test_hostile_listen test/hostile/test_hostile_connect \
+	test/hostile/test_reg_stress
+TESTS += test/hostile/test_hostile_listen test/hostile/test_hostile_connect \
+	test/hostile/test_reg_stress
+test_hostile_test_hostile_listen_SOURCES = test/hostile/test_hostile_listen.c test/hostile/hostile.h
+test_hostile_test_hostile_connect_SOURCES = test/hostile/test_hostile_connect.c test/hostile/hostile.h
+test_hostile_test_reg_stress_SOURCES = test/hostile/test_reg_stress.c
