@@ -133,9 +133,11 @@ static void tx_fpdu(struct siwarp_qp *qp, uint8_t *h, uint32_t hdrlen,
         tx_marker(qp, 0, false);
     tx->fpdu_start = tx->stream_off;
     tx->crc = 0;
-    if (plen <= SWP_TX_COPY_MAX && tx->hdrs_used + plen + 8 <= SWP_TX_HDRS) {
+    if (!qp->nego.markers && plen <= SWP_TX_COPY_MAX && tx->hdrs_used + plen + 8 <= SWP_TX_HDRS) {
         /* small payload: copy it behind the header so the whole FPDU is one
-         * contiguous iovec (cheaper than gathering three) */
+         * contiguous iovec (cheaper than gathering three).  Not with
+         * markers: the marker just emitted at an FPDU start sits in hdrs
+         * right behind the header, where the copy must go. */
         uint8_t *c = tx_space(tx, plen);
         for (uint32_t i = 0; i < npl; i++) {
             memcpy(c, pl[i].iov_base, pl[i].iov_len);
