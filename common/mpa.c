@@ -285,6 +285,14 @@ static void swp_mpa_nego_common(struct swp_nego *nego, const struct siwarp_conn_
                 nego->mulpdu = send;
         }
     }
+    /* A siwarp peer that announced a class takes ULPDUs up to that size and
+     * no more, whatever our MSS or big_fpdu would allow. */
+    if (peer->siwarp && !nego->markers) {
+        uint32_t theirs = swp_mpa_big_limit(peer->big_class);
+
+        if (theirs && nego->mulpdu > theirs)
+            nego->mulpdu = theirs;
+    }
     memcpy(nego->peer_pd, peer->pd, peer->pd_len);
     nego->peer_pd_len = peer->pd_len;
 }
