@@ -601,7 +601,7 @@ TEST(markers_on_the_wire)
     peer_setup(&p, true, true);
     static uint8_t data[20000];
     for (size_t i = 0; i < sizeof(data); i++)
-        data[i] = (uint8_t)(i * 7);
+        data[i] = (uint8_t)(i * 7 + 1);   /* no zero byte a marker could mimic */
     struct siwarp_mr *md;
     ASSERT_OK(siwarp_reg_mr(p.pd, data, sizeof(data), 0, &md));
     size_t lens[] = { 1, 509, 510, 4096, 20000, 0, 3 };
@@ -659,6 +659,10 @@ TEST(markers_on_the_wire)
         }
         uint32_t ul = swp_get16(f);
         ASSERT_EQ(swp_mpa_get_crc(f + want - 4), crc);
+        /* the payload is the application's bytes at the tagged offset */
+        uint64_t to = swp_get64(f + 2 + 6);
+        ASSERT(to >= 0x1000 && to - 0x1000 + (ul - SWP_HDR_TAGGED) <= sizeof(data));
+        ASSERT_MEM_EQ(f + 2 + SWP_HDR_TAGGED, data + (to - 0x1000), ul - SWP_HDR_TAGGED);
         payload += ul - SWP_HDR_TAGGED;
         fpdus++;
     }
