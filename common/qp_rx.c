@@ -57,18 +57,24 @@ static void rx_place_one(struct swp_rx *rx, uint8_t *dst, uint32_t len)
     rx->place_idx = rx->place_off = 0;
 }
 
-/* Target iovecs for bytes [off, off + len) of a receive WQE's SGL. */
-static void rx_place_sgl(struct swp_rx *rx, const struct swp_rwqe *w, uint64_t off, uint32_t len)
+/* Target iovecs for bytes [off, off + len) of an SGL.  Each SGE touched is
+ * checked again (valid, same PD, local write, bounds): its MR may have been
+ * deregistered since the WR was posted.  0, or -EACCES. */
+static int rx_place_sgl(struct siwarp_qp *qp, const struct siwarp_sge *sge, uint32_t num_sge,
+                        uint64_t off, uint32_t len)
 {
+    struct swp_rx *rx = &qp->rx;
     uint32_t n = 0;
 
-    for (uint32_t i = 0; i < w->num_sge && len; i++) {
-        const struct siwarp_sge *s = &w->sge[i];
+    for (uint32_t i = 0; i < num_sge && len; i++) {
+        const struct siwarp_sge *s = &sge[i];
         uint32_t take;
         if (off >= s->length) {
             off -= s->length;
             continue;
         }
+        if (swp_mem_check_local(qp->ctx, qp->pd, s, SIWARP_ACCESS_LOCAL_WRITE) < 0)
+            return -EACCES;
         take = s->length - (uint32_t)off;
         if (take > len)
             take = len;
@@ -80,6 +86,7 @@ static void rx_place_sgl(struct swp_rx *rx, const struct swp_rwqe *w, uint64_t o
     }
     rx->place_niov = n;
     rx->place_idx = rx->place_off = 0;
+    return 0;
 }
 
 /* Copy n staged bytes into the target (or discard them), folding the CRC. */
@@ -167,8 +174,6 @@ static uint32_t rx_hdr_read_resp(struct siwarp_qp *qp)
     uint32_t idx, stag = swp_get32(t->stag);
     uint64_t to = swp_get64(t->to);
     struct swp_swqe *w;
-    uint8_t *dst = NULL;
-    uint32_t term;
 
     /* RFC 5040 4.5: a Read Response answers the oldest outstanding Read */
     if (!swp_ring_count(&qp->orqr))
@@ -183,13 +188,13 @@ static uint32_t rx_hdr_read_resp(struct siwarp_qp *qp)
         return 0;
     if (stag != w->sge[0].lkey)
         return SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_TAGGED, SWP_DDP_EC_T_INV_STAG);
+    /* The sink is named by the first SGE's STag and address; the message
+     * continues through the WR's SGL at rising offsets (RFC 5040 4.5:
+     * Read Response segments carry the sink TO of each byte). */
     if (to != (uintptr_t)w->sge[0].addr + w->sent || w->sent + rx->seg_len > w->len)
         return SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_TAGGED, SWP_DDP_EC_T_BASE_BOUNDS);
-    term = swp_mem_check_remote(qp->ctx, qp->pd, stag, to, rx->seg_len,
-                                SIWARP_ACCESS_LOCAL_WRITE, SWP_TERM_LAYER_DDP, &dst);
-    if (term)
-        return term;
-    rx_place_one(rx, dst, rx->seg_len);
+    if (rx_place_sgl(qp, w->sge, w->num_sge, w->sent, rx->seg_len) < 0)
+        return SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_TAGGED, SWP_DDP_EC_T_INV_STAG);
     return 0;
 }
 
@@ -215,7 +220,11 @@ static uint32_t rx_hdr_send(struct siwarp_qp *qp)
         return SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_UNTAGGED, SWP_DDP_EC_U_INV_MO);
     if ((uint64_t)mo + rx->seg_len > w->len)
         return SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_UNTAGGED, SWP_DDP_EC_U_TOO_LONG);
-    rx_place_sgl(rx, w, mo, rx->seg_len);
+    if (rx_place_sgl(qp, w->sge, w->num_sge, mo, rx->seg_len) < 0) {
+        /* the application deregistered a buffer it had posted: a local
+         * protection error, reported to the peer as a catastrophic one */
+        return SWP_TERM(SWP_TERM_LAYER_RDMAP, SWP_RDMAP_ET_CATASTROPHIC, SWP_RDMAP_EC_CATA_STREAM);
+    }
     rx->cur_is_recv = true;
     return 0;
 }

@@ -89,9 +89,6 @@ static int swp_check_send_wr(struct siwarp_qp *qp, const struct siwarp_send_wr *
         return -EINVAL;
     if ((unsigned)wr->opcode > SIWARP_WR_READ)
         return -EINVAL;
-    /* one sink buffer per Read: the Read Request names one STag (RFC 5040 4.4) */
-    if (wr->opcode == SIWARP_WR_READ && wr->num_sge > 1)
-        return -EINVAL;
     if (wr->opcode == SIWARP_WR_READ && (wr->send_flags & SIWARP_SEND_INLINE))
         return -EINVAL;
     return 0;

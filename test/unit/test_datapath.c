@@ -244,6 +244,30 @@ TEST(sgl_send_and_inline)
     ASSERT_MEM_EQ(r1, want, 64);
 }
 
+TEST(read_into_sgl)
+{
+    struct pair p;
+    static uint8_t rem[70000], a[1000], b[65536], c[3001];
+    pair_setup(&p, nego_default(true, false));
+    fill(rem, sizeof(rem), 11);
+    struct siwarp_mr *mr = reg(&p, rem, sizeof(rem), ACC_ALL);
+    struct siwarp_mr *ma = reg(&p, a, sizeof(a), ACC_ALL), *mb = reg(&p, b, sizeof(b), ACC_ALL);
+    struct siwarp_mr *mc = reg(&p, c, sizeof(c), ACC_ALL);
+    struct siwarp_sge sg[3] = { { a, 1000, siwarp_mr_stag(ma) }, { b, 65536, siwarp_mr_stag(mb) },
+                                { c, 3000, siwarp_mr_stag(mc) } };
+    struct siwarp_send_wr w = { .wr_id = 1, .sg_list = sg, .num_sge = 3, .opcode = SIWARP_WR_READ,
+                                .send_flags = SIWARP_SEND_SIGNALED };
+    w.rdma.remote_addr = (uintptr_t)rem + 5;
+    w.rdma.rkey = siwarp_mr_stag(mr);
+    ASSERT_OK(siwarp_post_send(p.qp[0], &w, NULL));
+    struct siwarp_wc wc = poll_wc(&p, 0);
+    ASSERT_EQ(wc.status, SIWARP_WC_SUCCESS);
+    ASSERT_MEM_EQ(a, rem + 5, 1000);
+    ASSERT_MEM_EQ(b, rem + 1005, 65536);
+    ASSERT_MEM_EQ(c, rem + 66541, 3000);
+    ASSERT_EQ(c[3000], 0);
+}
+
 TEST(send_with_invalidate)
 {
     struct pair p;
