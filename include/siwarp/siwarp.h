@@ -140,7 +140,7 @@ enum siwarp_send_flags {
 struct siwarp_send_wr {
     uint64_t wr_id;
     struct siwarp_send_wr *next;
-    struct siwarp_sge *sg_list;
+    struct siwarp_sge *sg_list;      /* a Read scatters into all of them */
     int num_sge;
     enum siwarp_wr_opcode opcode;
     int send_flags;
@@ -258,11 +258,13 @@ int  siwarp_get_conn_request(struct siwarp_listener *l, struct siwarp_conn_req *
 /* Block up to timeout_ms for a request. */
 int  siwarp_get_conn_request_wait(struct siwarp_listener *l, int timeout_ms,
                                   struct siwarp_conn_req **req);
-/* What the initiator asked for. */
+/* What the initiator asked for.  p->private_data points into the request
+ * and stays valid until the request is consumed by accept or reject. */
 int  siwarp_conn_req_param(const struct siwarp_conn_req *req, struct siwarp_conn_param *p,
                            struct sockaddr_storage *peer);
-/* Accept onto qp (which must be IDLE): sends the MPA Reply; the QP moves to
- * RTS once the RTR (if any) has been exchanged.  Consumes req. */
+/* Accept onto qp (which must be IDLE and created in the listener's context,
+ * else -EINVAL): sends the MPA Reply; the QP moves to RTS once the Reply is
+ * out (in P2P mode it sends nothing before the peer's RTR).  Consumes req. */
 int  siwarp_accept(struct siwarp_conn_req *req, struct siwarp_qp *qp,
                    const struct siwarp_conn_param *param);
 /* Reject with optional private data.  Consumes req. */
