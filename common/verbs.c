@@ -131,7 +131,8 @@ static int swp_post_one_send(struct siwarp_qp *qp, const struct siwarp_send_wr *
     w->rkey = wr->rdma.rkey;
     w->len = len;
     w->num_sge = (uint32_t)wr->num_sge;
-    memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(w->sge[0]));
+    if (wr->num_sge)     /* sg_list may be NULL with no SGEs */
+        memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(w->sge[0]));
     if (wr->send_flags & SIWARP_SEND_INLINE) {
         uint64_t off = 0;
         w->inline_buf = malloc(len ? len : 1);
@@ -203,7 +204,8 @@ int siwarp_post_recv(struct siwarp_qp *qp, struct siwarp_recv_wr *wr,
         w->wr_id = wr->wr_id;
         w->num_sge = (uint32_t)wr->num_sge;
         w->len = len;
-        memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(w->sge[0]));
+        if (wr->num_sge)
+            memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(w->sge[0]));
         qp->rqr.tail++;
         rc = 0;
         continue;
