@@ -156,8 +156,20 @@ cap_start() {   # FILE
     wait_for 10 grep -q "Capturing on" "$1.err" && wait_for 10 probe "$1.err"
 }
 
-cap_stop() {
+cap_count() { tr '\r' '\n' <"$1" | sed -n 's/^Packets: \([0-9]*\).*/\1/p' | tail -1; }
+# The kernel hands packets to dumpcap in blocks; stopping right after the
+# traffic can lose the last block.  Knock until dumpcap's counter moved
+# twice (two update intervals): everything before the knocks is then written.
+cap_stop() {   # FILE
     [ -n "$cappid" ] || return 0
+    local moved=0 last c end=$(( $(now_ms) + 5000 ))
+    last=$(cap_count "$1.err")
+    while [ $moved -lt 2 ] && [ "$(now_ms)" -lt "$end" ]; do
+        (exec 3<>"/dev/tcp/127.0.0.1/$PROBE_PORT") 2>/dev/null
+        sleep 0.05
+        c=$(cap_count "$1.err")
+        [ "$c" != "$last" ] && { moved=$((moved + 1)); last=$c; }
+    done
     kill -INT "$cappid" 2>/dev/null
     wait "$cappid" 2>/dev/null
     cappid=
@@ -232,7 +244,7 @@ run_step() {  # boot, step record
     fi
     wait_for $((t * 2 + 30)) test -e "$SHARE/run/done.$id" || { why="${why:-guest step did not finish}"; ok=0; }
     t1=$(now_ms)
-    cap_stop
+    cap_stop "$d/trace.pcap"
     [ -e "$SHARE/run/done.$id" ] && grc=$(cut -d' ' -f1 "$SHARE/run/done.$id")
     cp "$SHARE/run/out.$id" "$d/rping.log" 2>/dev/null
 
