@@ -131,12 +131,15 @@ else
 fi
 
 log="$OUT/fallback_error.log"
-timeout "$T" $MPIRUN -np 1 -x OMPI_MCA_btl_siwarp_mpa=0 -x OMPI_MCA_btl_siwarp_fallback=error \
-    "$OUT/mpi_pingpong" 1024 : -np 1 -x OMPI_MCA_btl_siwarp_fallback=error \
-    "$OUT/mpi_pingpong" 1024 > "$log" 2>&1
+# with btl tcp also selected, ob1 must move the refused pair to btl/tcp
+timeout "$T" mpirun --mca pml ob1 --mca btl siwarp,tcp,self --mca osc ^ucx --bind-to none \
+    -np 1 -x OMPI_MCA_btl_siwarp_mpa=0 -x OMPI_MCA_btl_siwarp_fallback=error \
+    "$OUT/mpi_pingpong" 1048576 : -np 1 -x OMPI_MCA_btl_siwarp_fallback=error \
+    "$OUT/mpi_pingpong" 1048576 > "$log" 2>&1
 rc=$?
-if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "is disabled (btl_siwarp_fallback=error)" "$log"; then
-    ok "btl_siwarp_fallback=error: a non-iWARP peer is an error, with a message"
+if [ $rc -eq 0 ] && grep -q "is disabled (btl_siwarp_fallback=error)" "$log" &&
+   grep -q "pingpong: ok" "$log"; then
+    ok "btl_siwarp_fallback=error: non-iWARP peer refused with a message, ob1 uses btl/tcp"
 else
     not_ok "btl_siwarp_fallback=error (exit $rc)"; diag "$log"
 fi
