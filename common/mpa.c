@@ -224,6 +224,17 @@ void swp_mpa_param_fixup(struct siwarp_conn_param *p)
 
 static uint16_t swp_min16(uint16_t a, uint16_t b) { return a < b ? a : b; }
 
+/* What an initiator offers: the Read RTR whenever it is allowed.  It is the
+ * only RTR with an answer, so the initiator learns when the responder reads
+ * FPDUs (stock siw 6.1 can leave the first FPDU after its Reply unread, and
+ * picks Write if offered); Chelsio and irdma expect Read too. */
+static int swp_mpa_initiator_rtr(int rtr)
+{
+    if (!rtr || (rtr & SIWARP_RTR_READ))
+        return SIWARP_RTR_READ;
+    return rtr;
+}
+
 int swp_mpa_build_request(uint8_t *out, size_t outlen, const struct siwarp_conn_param *p)
 {
     uint8_t flags = 0;
@@ -235,7 +246,7 @@ int swp_mpa_build_request(uint8_t *out, size_t outlen, const struct siwarp_conn_
     if (p->crc)
         flags |= SWP_MPA_FLAG_C;
     if (rev == SWP_MPA_REV2) {
-        int rtr = p->rtr ? p->rtr : SIWARP_RTR_READ;
+        int rtr = swp_mpa_initiator_rtr(p->rtr);
 
         flags |= SWP_MPA_FLAG_ENH;
         iw = p->ird & SWP_MPA_V2_IRD_ORD_MASK;
@@ -429,7 +440,7 @@ int swp_mpa_nego_initiator(const struct siwarp_conn_param *sent,
         nego->ird = sent->ird & SWP_MPA_V2_IRD_ORD_MASK;
         nego->ord = swp_min16(sent->ord & SWP_MPA_V2_IRD_ORD_MASK, rep->ird);
         if (sent->p2p && rep->p2p) {
-            int offered = sent->rtr ? sent->rtr : SIWARP_RTR_READ;
+            int offered = swp_mpa_initiator_rtr(sent->rtr);
 
             /* RFC 6581 7.1.1: exactly one RTR type, one that we offered */
             if (!rep->rtr || (rep->rtr & (rep->rtr - 1)) || !(rep->rtr & offered)) {

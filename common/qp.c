@@ -132,6 +132,7 @@ static void swp_qp_close_fd(struct siwarp_qp *qp)
         qp->pl.fd = -1;
     }
     swp_timer_cancel(&qp->close_timer);
+    swp_timer_cancel(&qp->rtr_timer);
 }
 
 int siwarp_destroy_qp(struct siwarp_qp *qp)

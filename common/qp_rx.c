@@ -287,8 +287,13 @@ static void rx_done_read_resp(struct siwarp_qp *qp)
     struct swp_swqe *w;
 
     if (idx == SWP_ORQ_RTR) {
-        if (rx->last)
+        if (rx->last) {
             qp->orqr.head++;
+            if (qp->rtr_wait_resp) {
+                qp->rtr_wait_resp = false;
+                swp_timer_cancel(&qp->rtr_timer);
+            }
+        }
         return;
     }
     w = &qp->sq[idx & qp->sqr.mask];

@@ -259,6 +259,28 @@ static bool tx_read_req(struct siwarp_qp *qp, uint32_t sink_stag, uint64_t sink_
 
 #define SWP_ORQ_RTR UINT32_MAX
 
+#define SWP_RTR_RETRY_MS  100
+#define SWP_RTR_RETRIES   30
+
+/* Stock siw 6.1 as responder may leave our RTR unread in its socket until
+ * more bytes arrive (see shared/siw-vm/README).  While the Read RTR is
+ * unanswered, another zero-length Read is such bytes, and harmless: each
+ * gets its zero-length response.  Only toward non-siwarp peers, and only
+ * within the ORD the peer granted. */
+static void tx_rtr_retry(struct swp_timer *t)
+{
+    struct siwarp_qp *qp = swp_container_of(t, struct siwarp_qp, rtr_timer);
+
+    if (!qp->rtr_wait_resp || qp->state != SIWARP_QPS_RTS)
+        return;
+    if (qp->rtr_retries++ < SWP_RTR_RETRIES && swp_ring_count(&qp->orqr) < qp->nego.ord) {
+        SWP_DBG("qp %p: Read RTR unanswered after %d ms, sending another", (void *)qp,
+                qp->rtr_retries * SWP_RTR_RETRY_MS);
+        qp->rtr_pending_tx = true;
+        swp_tx_progress(qp);
+    }
+}
+
 /* P2P ready-to-receive (RFC 6581 6): a zero-length Write, Read or Send. */
 static bool tx_rtr(struct siwarp_qp *qp)
 {
@@ -268,6 +290,11 @@ static bool tx_rtr(struct siwarp_qp *qp)
         if (!tx_read_req(qp, 0, 0, 0, 0, 0))
             return false;
         qp->orq[qp->orqr.tail++ & qp->orqr.mask] = SWP_ORQ_RTR;
+        /* the response proves the peer reads FPDUs: nothing else goes out
+         * before it (RFC 6581 6 lets the initiator wait) */
+        qp->rtr_wait_resp = true;
+        if (!qp->nego.peer_is_siwarp)
+            swp_timer_arm(qp->ctx, &qp->rtr_timer, SWP_RTR_RETRY_MS, tx_rtr_retry);
         return true;
     }
     if (!tx_room(qp, 0, 0))
@@ -338,8 +365,9 @@ static void tx_fill(struct siwarp_qp *qp)
                 return;
             continue;
         }
-        /* P2P responder: nothing of ours goes out before the peer's RTR */
-        if (qp->rtr_wait_rx || !w)
+        /* P2P responder: nothing of ours goes out before the peer's RTR;
+         * initiator: nothing before the Read RTR is answered */
+        if (qp->rtr_wait_rx || qp->rtr_wait_resp || !w)
             return;
         if (w->opcode == SIWARP_WR_READ) {
             /* RFC 5040 6.4 / verbs read fence, and the negotiated ORD */

@@ -313,6 +313,10 @@ struct siwarp_qp {
 
     bool rtr_pending_tx;        /* P2P initiator: send the RTR first */
     bool rtr_wait_rx;           /* P2P responder: hold sends until RTR */
+    bool rtr_wait_resp;         /* P2P initiator: hold sends until the Read
+                                   RTR's response shows the peer reads */
+    int rtr_retries;
+    struct swp_timer rtr_timer;
     bool term_pending;          /* a Terminate waits to be queued in tx */
     uint8_t term_msg[SWP_TERM_MAX_LEN];
     uint32_t term_len;

@@ -79,7 +79,15 @@ TEST(build_matches_siw_p2p_crc_request)
     p.rtr = SIWARP_RTR_WRITE | SIWARP_RTR_READ;
     n = swp_mpa_build_request(out, sizeof(out), &p);
     ASSERT_EQ(n, sizeof(siw_req_p2p));
-    ASSERT_MEM_EQ(out, siw_req_p2p, sizeof(siw_req_p2p));
+    /* siw's request but for the RTR offer: with Read allowed we offer Read
+     * alone (ORD word 0x4001, siw sends 0xc001), so stock siw cannot pick
+     * the Write RTR that gives no sign it is reading FPDUs */
+    ASSERT_MEM_EQ(out, siw_req_p2p, 22);
+    ASSERT_EQ(out[22], 0x40);
+    ASSERT_EQ(out[23], siw_req_p2p[23]);
+    p.rtr = SIWARP_RTR_WRITE;
+    n = swp_mpa_build_request(out, sizeof(out), &p);
+    ASSERT_EQ(out[22], 0x80);
 }
 
 TEST(parse_siw_request)
@@ -383,7 +391,7 @@ TEST(nego_p2p_rtr_each_type)
     static const struct { int offered, accepted, want; } t[] = {
         { SIWARP_RTR_READ,  0, SIWARP_RTR_READ },
         { SIWARP_RTR_WRITE, 0, SIWARP_RTR_WRITE },
-        { SIWARP_RTR_WRITE | SIWARP_RTR_READ, 0, SIWARP_RTR_WRITE },
+        { SIWARP_RTR_WRITE | SIWARP_RTR_READ, 0, SIWARP_RTR_READ },   /* offers Read only */
         { SIWARP_RTR_SEND,  SIWARP_RTR_SEND, SIWARP_RTR_SEND },
         { SIWARP_RTR_SEND | SIWARP_RTR_READ, SIWARP_RTR_SEND | SIWARP_RTR_READ, SIWARP_RTR_READ },
         { SIWARP_RTR_WRITE | SIWARP_RTR_READ, SIWARP_RTR_READ, SIWARP_RTR_READ },
@@ -468,11 +476,14 @@ TEST(nego_initiator_checks_reply_rtr)
                            SWP_MPA_V2_ORD_READ_RTR | 1, NULL, 0);
     ASSERT_OK(swp_mpa_parse_rr(out, (size_t)len, true, &rep));
     ASSERT_EQ(swp_mpa_nego_initiator(&i, &rep, 1460, &n, &why), -EPROTO);
-    /* siw's real P2P answer: Write chosen among Write+Read */
+    /* siw's real P2P answer, Write: refused when Read was allowed (we then
+     * offered Read alone), taken when Write was the only type offered */
     i.p2p = 1;
     len = swp_mpa_build_rr(out, sizeof(out), true, 2, SWP_MPA_FLAG_ENH | SWP_MPA_FLAG_C,
                            SWP_MPA_V2_IRD_P2P | 1, SWP_MPA_V2_ORD_WRITE_RTR | 1, NULL, 0);
     ASSERT_OK(swp_mpa_parse_rr(out, (size_t)len, true, &rep));
+    ASSERT_EQ(swp_mpa_nego_initiator(&i, &rep, 1460, &n, &why), -EPROTO);
+    i.rtr = SIWARP_RTR_WRITE;
     ASSERT_OK(swp_mpa_nego_initiator(&i, &rep, 1460, &n, &why));
     ASSERT_EQ(n.rtr, SIWARP_RTR_WRITE);
     ASSERT(n.crc && n.p2p);
@@ -1110,7 +1121,7 @@ TEST(connect_siw_style_p2p_write_rtr)
     qp = env_qp(&e);
     siwarp_conn_param_default(&p);
     p.crc = 0;
-    p.rtr = SIWARP_RTR_WRITE | SIWARP_RTR_READ;
+    p.rtr = SIWARP_RTR_WRITE;
     ASSERT_OK(connect_to(&e, qp, &s, &p));
     ASSERT_OK(siwarp_query_qp(qp, &qa));
     ASSERT(qa.p2p);
@@ -1159,8 +1170,8 @@ TEST(connect_accept_siwarp_pair)
     ASSERT_EQ(qb.state, SIWARP_QPS_RTS);
     ASSERT(qa.crc && qb.crc);              /* a asked for CRC */
     ASSERT(qa.p2p && qb.p2p);
-    ASSERT_EQ(qa.rtr, SIWARP_RTR_WRITE);   /* default offer Read+Write, responder prefers Write */
-    ASSERT_EQ(qb.rtr, SIWARP_RTR_WRITE);
+    ASSERT_EQ(qa.rtr, SIWARP_RTR_READ);    /* default: the initiator offers Read */
+    ASSERT_EQ(qb.rtr, SIWARP_RTR_READ);
     ASSERT(qa.peer_is_siwarp && qb.peer_is_siwarp);
     ASSERT_EQ(qa.mulpdu, 32768);
     ASSERT_EQ(qb.mulpdu, 32768);

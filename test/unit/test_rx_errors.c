@@ -33,7 +33,14 @@ struct peer {
     bool crc, markers;
 };
 
+static void peer_setup_p2p(struct peer *p, bool crc, bool markers, int rtr);
+
 static void peer_setup(struct peer *p, bool crc, bool markers)
+{
+    peer_setup_p2p(p, crc, markers, 0);
+}
+
+static void peer_setup_p2p(struct peer *p, bool crc, bool markers, int rtr)
 {
     struct siwarp_qp_init_attr a = { 0 };
     struct swp_nego n;
@@ -59,6 +66,9 @@ static void peer_setup(struct peer *p, bool crc, bool markers)
     n.ird = n.ord = 4;
     n.mulpdu = 16384;
     n.max_rx_ulpdu = 16384;
+    n.p2p = rtr != 0;
+    n.rtr = rtr;
+    n.initiator = true;          /* the raw peer plays the responder */
     ASSERT_OK(swp_qp_attach_fd(p->qp, sv[0], &n));
     p->map = mmap(NULL, REGION + 2 * CANARY, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     ASSERT(p->map != MAP_FAILED);
@@ -717,6 +727,70 @@ TEST(relay_byte_by_byte_markers)
     siwarp_query_qp(rx.qp, &at);
     ASSERT_EQ(at.state, SIWARP_QPS_RTS);
     canaries_intact(&rx);
+}
+
+/* Read all FPDUs available within ms; return how many, and their opcodes. */
+static int raw_read_fpdus(struct peer *p, int ms, unsigned *ops, int max)
+{
+    static uint8_t in[65536];
+    size_t got = 0;
+    struct pollfd pf = { p->raw, POLLIN, 0 };
+    ssize_t r;
+    int n = 0;
+
+    while (poll(&pf, 1, ms) > 0 && (r = read(p->raw, in + got, sizeof(in) - got)) > 0) {
+        got += (size_t)r;
+        siwarp_progress(p->ctx);
+        ms = 20;
+    }
+    for (size_t off = 0; off + 4 <= got && n < max;) {
+        uint32_t ul = swp_get16(in + off);
+        ops[n++] = swp_ctrl_opcode((const struct swp_ctrl *)(in + off + 2));
+        off += 2 + ul + swp_mpa_pad(ul) + 4;
+    }
+    return n;
+}
+
+/* P2P initiator with a Read RTR (RFC 6581 6): nothing else leaves before
+ * the RTR is answered, and an unanswered RTR is followed by another
+ * zero-length Read (stock siw 6.1 leaves the first FPDU after its Reply
+ * unread until more bytes arrive). */
+TEST(p2p_read_rtr_hold_and_retry)
+{
+    struct peer p;
+    unsigned ops[16];
+    uint8_t msg[8] = "payload";
+    peer_setup_p2p(&p, true, false, SIWARP_RTR_READ);
+    struct siwarp_mr *m;
+    ASSERT_OK(siwarp_reg_mr(p.pd, msg, sizeof(msg), 0, &m));
+    struct siwarp_sge sg = { msg, sizeof(msg), siwarp_mr_stag(m) };
+    struct siwarp_send_wr w = { .wr_id = 1, .sg_list = &sg, .num_sge = 1, .opcode = SIWARP_WR_SEND };
+    ASSERT_OK(siwarp_post_send(p.qp, &w, NULL));
+    /* first the RTR alone */
+    ASSERT_EQ(raw_read_fpdus(&p, 50, ops, 16), 1);
+    ASSERT_EQ(ops[0], SWP_OP_READ_REQ);
+    /* unanswered: within ~100 ms another zero-length Read, still no Send */
+    int n = 0;
+    for (int i = 0; i < 30 && n == 0; i++) {
+        siwarp_wait(p.ctx, 10);
+        n = raw_read_fpdus(&p, 1, ops, 16);
+    }
+    ASSERT_EQ(n, 1);
+    ASSERT_EQ(ops[0], SWP_OP_READ_REQ);
+    /* answer both; then the Send goes out */
+    uint8_t u[SWP_HDR_TAGGED];
+    for (int i = 0; i < 2; i++)
+        raw_fpdu(&p, u, tagged(u, SWP_OP_READ_RESP, true, 0, 0), false);
+    n = 0;
+    for (int i = 0; i < 100 && n == 0; i++) {
+        siwarp_wait(p.ctx, 5);
+        n = raw_read_fpdus(&p, 1, ops, 16);
+    }
+    ASSERT_EQ(n, 1);
+    ASSERT_EQ(ops[0], SWP_OP_SEND);
+    struct siwarp_qp_attr at;
+    siwarp_query_qp(p.qp, &at);
+    ASSERT_EQ(at.state, SIWARP_QPS_RTS);
 }
 
 SWP_TEST_MAIN()
