@@ -282,6 +282,13 @@ static void cm_got_reply(struct siwarp_qp *qp)
         memcpy(qp->nego.peer_pd, rep.pd, rep.pd_len);
         qp->nego.peer_pd_len = rep.pd_len;
     }
+    if (rc == -ECONNREFUSED) {
+        /* an MPA Reject is not a TCP refusal: callers fall back differently */
+        cm_fail(qp, -ECONNABORTED, "%s%s", why,
+                cm->param.markers ? " (we asked for markers, which siw and most RNICs refuse;"
+                                    " set markers_fallback to retry without)" : "");
+        return;
+    }
     if (rc < 0) {
         cm_fail(qp, rc, "%s", why);
         return;

@@ -39,18 +39,44 @@ int siwarp_destroy_cq(struct siwarp_cq *cq)
     return 0;
 }
 
-/* -ENOSPC on overflow: the completion is lost and counted, as a CQ overrun
- * is on hardware; callers size CQs for their queues. */
+/* A full CQ grows instead of dropping the completion: every completion
+ * stands for a WR the application posted, so the ring can never need more
+ * than the WRs outstanding, and a lost completion would hang the caller.
+ * -ENOMEM only if memory runs out (the completion is then lost, counted). */
 int swp_cq_push(struct siwarp_cq *cq, const struct siwarp_wc *wc)
 {
     if (cq->count == cq->size) {
-        cq->overflows++;
-        SWP_DBG("cq %p overflow (size %u)", (void *)cq, cq->size);
-        return -ENOSPC;
+        uint32_t nsize = cq->size * 2;
+        struct siwarp_wc *ring = malloc((size_t)nsize * sizeof(*ring));
+
+        if (!ring) {
+            cq->overflows++;
+            return -ENOMEM;
+        }
+        for (uint32_t i = 0; i < cq->count; i++)
+            ring[i] = cq->ring[(cq->head + i) % cq->size];
+        free(cq->ring);
+        cq->ring = ring;
+        cq->head = 0;
+        cq->size = nsize;
+        SWP_DBG("cq %p grew to %u entries", (void *)cq, nsize);
     }
     cq->ring[(cq->head + cq->count) % cq->size] = *wc;
     cq->count++;
     return 0;
+}
+
+/* Drop the completions of a QP being destroyed: wc.qp would dangle. */
+void swp_cq_purge_qp(struct siwarp_cq *cq, const struct siwarp_qp *qp)
+{
+    uint32_t kept = 0;
+
+    for (uint32_t i = 0; i < cq->count; i++) {
+        struct siwarp_wc wc = cq->ring[(cq->head + i) % cq->size];
+        if (wc.qp != qp)
+            cq->ring[(cq->head + kept++) % cq->size] = wc;
+    }
+    cq->count = kept;
 }
 
 static int swp_cq_drain(struct siwarp_cq *cq, int n, struct siwarp_wc *wc)

@@ -146,6 +146,8 @@ int siwarp_destroy_qp(struct siwarp_qp *qp)
     swp_cm_fini(qp);
     swp_qp_close_fd(qp);
     swp_list_del(&qp->link);
+    swp_cq_purge_qp(qp->scq, qp);
+    swp_cq_purge_qp(qp->rcq, qp);
     qp->pd->refs--;
     qp->scq->refs--;
     qp->rcq->refs--;

@@ -138,6 +138,7 @@ struct siwarp_cq {
     uint64_t overflows;
 };
 int swp_cq_push(struct siwarp_cq *cq, const struct siwarp_wc *wc);
+void swp_cq_purge_qp(struct siwarp_cq *cq, const struct siwarp_qp *qp);
 
 /* ---- QP work queues ------------------------------------------------------- */
 

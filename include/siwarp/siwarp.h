@@ -104,6 +104,7 @@ struct siwarp_wc {
     struct siwarp_qp *qp;
 };
 
+/* cqe is the initial size: a CQ grows rather than lose a completion. */
 int  siwarp_create_cq(struct siwarp_ctx *ctx, int cqe, struct siwarp_cq **cq);
 int  siwarp_destroy_cq(struct siwarp_cq *cq);   /* -EBUSY while QPs use it */
 /* Progress the context, then return up to n completions (0 if none). */
@@ -223,6 +224,8 @@ struct siwarp_qp_attr {
 
 int  siwarp_create_qp(struct siwarp_pd *pd, const struct siwarp_qp_init_attr *attr,
                       struct siwarp_qp **qp);
+/* Closes the connection (without flushing into the CQs) and removes the
+ * QP's completions still queued in its CQs. */
 int  siwarp_destroy_qp(struct siwarp_qp *qp);
 int  siwarp_query_qp(struct siwarp_qp *qp, struct siwarp_qp_attr *attr);
 /* Move to ERROR: sends a Terminate if `term` is nonzero, flushes all work. */
@@ -233,6 +236,10 @@ int  siwarp_qp_fd(const struct siwarp_qp *qp);   /* the TCP socket, or -1 */
 void *siwarp_qp_get_context(const struct siwarp_qp *qp);
 void  siwarp_qp_set_context(struct siwarp_qp *qp, void *user);
 
+/* Work is queued when it cannot go out at once (socket full, Reads beyond
+ * the negotiated ORD, a fence, a P2P RTR pending); -ENOMEM only when the
+ * send queue (max_send_wr) is full.  Posting before the QP is connected is
+ * allowed: receives should be posted before connect/accept. */
 int  siwarp_post_send(struct siwarp_qp *qp, struct siwarp_send_wr *wr,
                       struct siwarp_send_wr **bad_wr);
 int  siwarp_post_recv(struct siwarp_qp *qp, struct siwarp_recv_wr *wr,
@@ -241,7 +248,10 @@ int  siwarp_post_recv(struct siwarp_qp *qp, struct siwarp_recv_wr *wr,
 /* ---- connection management ---------------------------------------------- */
 
 /* Start an active connection; completes asynchronously: the QP moves to RTS
- * or ERROR.  siwarp_connect_wait blocks until then. */
+ * or ERROR.  siwarp_connect_wait blocks until then.  On failure
+ * siwarp_query_qp's error says why: -ECONNREFUSED (TCP refused),
+ * -ECONNABORTED (MPA Reject; peer_private_data holds the Reject's private
+ * data), -ETIMEDOUT, -EPROTO (malformed or incompatible MPA Reply). */
 int  siwarp_connect(struct siwarp_qp *qp, const struct sockaddr *addr, socklen_t len,
                     const struct siwarp_conn_param *param);
 int  siwarp_connect_wait(struct siwarp_qp *qp, int timeout_ms);
@@ -271,6 +281,14 @@ int  siwarp_accept(struct siwarp_conn_req *req, struct siwarp_qp *qp,
 int  siwarp_reject(struct siwarp_conn_req *req, const void *pd, uint16_t pd_len);
 
 /* ---- diagnostics -------------------------------------------------------- */
+
+/* Terminate codes as reported in siwarp_wc.vendor_err and siwarp_qp_attr
+ * term_sent / term_recv: layer << 12 | error type << 8 | error code
+ * (RFC 5040 7). */
+#define SIWARP_TERM_LAYER(t)   (((t) >> 12) & 0xf)   /* 0 RDMAP, 1 DDP, 2 MPA */
+#define SIWARP_TERM_ETYPE(t)   (((t) >> 8) & 0xf)
+#define SIWARP_TERM_CODE(t)    ((t) & 0xff)
+#define SIWARP_TERM_CRC        0x2002u   /* MPA: CRC error (RFC 5044 8) */
 
 const char *siwarp_qp_state_str(enum siwarp_qp_state s);
 /* Decode a Terminate code (layer<<12 | etype<<8 | code) into text. */

@@ -150,9 +150,11 @@ static int reject_client(const struct integ_cfg *c, void *arg, uint16_t port)
                    siwarp_qp_state_str(a.state));
         return -1;
     }
-    if (rc != -ECONNREFUSED)
-        fprintf(stderr, "# note: connect_wait after reject returned %d (%s), "
-                "ECONNREFUSED expected\n", rc, strerror(-rc));
+    if (rc != -ECONNABORTED || a.error != -ECONNABORTED) {
+        INTEG_FAIL("connect after an MPA Reject: rc %d, error %d; -ECONNABORTED expected",
+                   rc, a.error);
+        return -1;
+    }
     if (a.peer_private_data_len != sizeof(reject_pd) ||
         memcmp(a.peer_private_data, reject_pd, sizeof(reject_pd)) != 0) {
         INTEG_FAIL("reject private data: %u bytes '%.*s', expected %zu bytes '%s'",

@@ -375,4 +375,48 @@ TEST(close_flushes_outstanding_work)
     ASSERT_EQ(wc.wr_id, 7);
 }
 
+/* A CQ smaller than the work in flight grows instead of losing completions;
+ * destroying a QP removes its queued completions. */
+TEST(cq_grows_and_destroy_purges)
+{
+    struct pair p;
+    struct siwarp_cq *small;
+    struct siwarp_qp *qp;
+    struct siwarp_qp_init_attr a = { 0 };
+    pair_make_qps(&p);
+    ASSERT_OK(siwarp_create_cq(p.ctx, 2, &small));
+    a.send_cq = a.recv_cq = small;
+    a.max_send_wr = a.max_recv_wr = 64;
+    a.max_sge = 1;
+    ASSERT_OK(siwarp_create_qp(p.pd, &a, &qp));
+    struct swp_nego n = nego_default(true, false);
+    n.initiator = true;
+    ASSERT_OK(swp_qp_attach_fd(qp, p.fd[0], &n));
+    ASSERT_OK(swp_qp_attach_fd(p.qp[1], p.fd[1], &n));
+    uint8_t b[8];
+    struct siwarp_mr *m = reg(&p, b, sizeof(b), ACC_ALL);
+    struct siwarp_sge s = { b, 8, siwarp_mr_stag(m) };
+    struct siwarp_recv_wr rw[40];
+    for (int i = 0; i < 40; i++) {
+        rw[i] = (struct siwarp_recv_wr){ .wr_id = (uint64_t)i, .sg_list = &s, .num_sge = 1 };
+        ASSERT_OK(siwarp_post_recv(p.qp[1], &rw[i], NULL));
+    }
+    for (int i = 0; i < 40; i++) {
+        struct siwarp_send_wr w = { .wr_id = (uint64_t)i, .sg_list = &s, .num_sge = 1,
+                                    .opcode = SIWARP_WR_SEND, .send_flags = SIWARP_SEND_SIGNALED };
+        ASSERT_OK(siwarp_post_send(qp, &w, NULL));
+    }
+    for (int i = 0; i < 20; i++)
+        siwarp_progress(p.ctx);
+    ASSERT(small->count >= 40 && small->size >= 40);
+    ASSERT_EQ(small->overflows, 0);
+    struct siwarp_wc wc[64];
+    int got = siwarp_poll_cq(small, 10, wc);
+    ASSERT_EQ(got, 10);
+    for (int i = 0; i < 10; i++)
+        ASSERT_EQ(wc[i].wr_id, i);
+    ASSERT_OK(siwarp_destroy_qp(qp));
+    ASSERT_EQ(small->count, 0);
+}
+
 SWP_TEST_MAIN()

@@ -992,10 +992,10 @@ TEST(connect_reject_reply)
     raw_srv_start(&s, RAW_REJECT);
     qp = env_qp(&e);
     siwarp_conn_param_default(&p);
-    ASSERT_EQ(connect_to(&e, qp, &s, &p), -ECONNREFUSED);
+    ASSERT_EQ(connect_to(&e, qp, &s, &p), -ECONNABORTED);   /* MPA Reject, not TCP */
     ASSERT_OK(siwarp_query_qp(qp, &qa));
     ASSERT_EQ(qa.state, SIWARP_QPS_ERROR);
-    ASSERT_EQ(qa.error, -ECONNREFUSED);
+    ASSERT_EQ(qa.error, -ECONNABORTED);
     snprintf(port, sizeof(port), ":%u", ntohs(s.at.sin_port));
     ASSERT(strstr(qa.error_str, "127.0.0.1") && strstr(qa.error_str, port));
     ASSERT(strstr(qa.error_str, "Reject"));
@@ -1072,7 +1072,9 @@ TEST(connect_markers_fallback)
     /* without markers_fallback: the Reject ends it */
     qp = env_qp(&e);
     p.markers_fallback = 0;
-    ASSERT_EQ(connect_to(&e, qp, &s, &p), -ECONNREFUSED);
+    ASSERT_EQ(connect_to(&e, qp, &s, &p), -ECONNABORTED);
+    ASSERT_OK(siwarp_query_qp(qp, &qa));
+    ASSERT(strstr(qa.error_str, "markers") != NULL);   /* the likely cause is named */
 }
 
 TEST(connect_accept_ipv6)
