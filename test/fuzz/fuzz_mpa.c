@@ -118,6 +118,16 @@ static void responder(const struct siwarp_conn_param *ours, const uint8_t *in, s
     sent.ord = req.ord;
     sent.big_fpdu = swp_mpa_big_limit(req.big_class);
     sent.timeout_ms = 1000;
+    {
+        /* only if a siwarp initiator with these parameters sends these
+         * RTR offers (it may narrow them, e.g. to the Read RTR alone) */
+        uint8_t again[SWP_MPA_RR_MAX_LEN];
+        struct swp_mpa_rr_info r2;
+        int m = swp_mpa_build_request(again, sizeof(again), &sent);
+        if (m < 0 || swp_mpa_parse_rr(again, (size_t)m, false, &r2) < 0 ||
+            r2.rtr != req.rtr || r2.p2p != req.p2p)
+            return;
+    }
     rc = swp_mpa_nego_initiator(&sent, &rep, mss, &ini, &why);
     if (rc < 0) {
         fprintf(stderr, "initiator refuses the reply: %s\n", why);
@@ -150,8 +160,14 @@ static void initiator(const struct siwarp_conn_param *ours, const uint8_t *in, s
     struct swp_mpa_rr_info rep;
     struct swp_nego ini;
     const char *why = NULL;
-    int offered = ours->rtr ? ours->rtr : SIWARP_RTR_READ;
-    int rc;
+    int offered = 0, rc;
+    uint8_t req[SWP_MPA_RR_MAX_LEN];
+    struct swp_mpa_rr_info ri;
+    int m = swp_mpa_build_request(req, sizeof(req), ours);
+
+    /* what we offered is what our own Request carried */
+    if (m > 0 && swp_mpa_parse_rr(req, (size_t)m, false, &ri) == 0)
+        offered = ri.rtr;
 
     if (swp_mpa_parse_rr(in, len, true, &rep) < 0)
         return;
