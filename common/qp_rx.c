@@ -494,8 +494,10 @@ static int rx_marker(struct siwarp_qp *qp, const uint8_t **p, uint32_t *avail)
     struct swp_rx *rx = &qp->rx;
     uint32_t take = SWP_MPA_MARKER_LEN - rx->marker_got;
     bool at_boundary = rx->state == SWP_RX_HDR && rx->hdr_got == 0;
-    bool in_crc = !at_boundary && !(rx->state == SWP_RX_TRAILER &&
-                                    rx->trailer_got >= rx->trailer_want - SWP_MPA_CRC_LEN);
+    /* a marker leading an FPDU belongs to it (see qp_tx.c: tx_fpdu); one
+     * inside the CRC field is not covered */
+    bool in_crc = !(rx->state == SWP_RX_TRAILER &&
+                    rx->trailer_got >= rx->trailer_want - SWP_MPA_CRC_LEN);
 
     if (take > *avail)
         take = *avail;
@@ -513,6 +515,10 @@ static int rx_marker(struct siwarp_qp *qp, const uint8_t **p, uint32_t *avail)
         swp_qp_fatal(qp, SWP_TERM(SWP_TERM_LAYER_LLP, 0, SWP_LLP_EC_MARKER), NULL, 0, -EPROTO,
                      "marker FPDUPTR %u where %u was expected", swp_get16(rx->marker + 2), want);
         return -EPROTO;
+    }
+    if (at_boundary) {
+        rx->crc = 0;
+        rx->lead_marker = true;
     }
     if (in_crc && qp->nego.crc)
         rx->crc = swp_crc32c(rx->crc, rx->marker, SWP_MPA_MARKER_LEN);
@@ -548,7 +554,9 @@ static int rx_consume(struct siwarp_qp *qp)
         case SWP_RX_HDR:
             if (rx->hdr_got == 0) {
                 rx->fpdu_start = rx->stream_off;
-                rx->crc = 0;
+                if (!rx->lead_marker)
+                    rx->crc = 0;
+                rx->lead_marker = false;
             }
             take = rx->hdr_want - rx->hdr_got;
             if (take > avail)

@@ -129,10 +129,13 @@ static void tx_fpdu(struct siwarp_qp *qp, uint8_t *h, uint32_t hdrlen,
     /* give back the unused part of the header reservation */
     tx->hdrs_used -= SWP_HDR_MAX - hdrlen;
     swp_put16(h, (uint16_t)ulpdu);
-    if (qp->nego.markers && tx->stream_off % SWP_MPA_MARKER_PERIOD == 0)
-        tx_marker(qp, 0, false);
-    tx->fpdu_start = tx->stream_off;
+    /* A marker that falls where this FPDU starts leads it: FPDUPTR 0, and
+     * it is the FPDU's first octets for the CRC (RFC 5044 4.3, 4.4; this is
+     * also how Wireshark checks it) */
     tx->crc = 0;
+    if (qp->nego.markers && tx->stream_off % SWP_MPA_MARKER_PERIOD == 0)
+        tx_marker(qp, 0, qp->nego.crc);
+    tx->fpdu_start = tx->stream_off;
     if (!qp->nego.markers && plen <= SWP_TX_COPY_MAX && tx->hdrs_used + plen + 8 <= SWP_TX_HDRS) {
         /* small payload: copy it behind the header so the whole FPDU is one
          * contiguous iovec (cheaper than gathering three).  Not with

@@ -250,6 +250,7 @@ struct swp_rx {
     uint64_t fpdu_start;             /* stream_off at current FPDU start */
     uint8_t marker[SWP_MPA_MARKER_LEN];
     uint32_t marker_got;
+    bool lead_marker;                /* a marker led the FPDU being parsed */
     uint32_t seg_len;                /* payload bytes of the current segment */
     unsigned op;                     /* opcode of the current segment */
     bool last;                       /* L flag of the current segment */

@@ -104,12 +104,15 @@ static int walk_out(bool markers, bool crc, const uint8_t **last, uint32_t *last
         uint32_t c = 0;
 
         if (markers && off % SWP_MPA_MARKER_PERIOD == 0) {
+            /* a marker leading an FPDU: FPDUPTR 0, covered by its CRC */
             if (off + 4 > out_len)
                 return 1;
             if (swp_get16(out + off + 2) != 0)
                 die("marker before an FPDU with FPDUPTR != 0", (long)off);
+            c = swp_crc32c(0, out + off, 4);
             off += 4;
-            continue;
+            if (off >= out_len)
+                return 1;
         }
         start = off;
         while (fl < want) {

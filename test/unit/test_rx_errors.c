@@ -636,18 +636,18 @@ TEST(markers_on_the_wire)
     /* walk the stream */
     size_t off = 0, fpdus = 0, markers = 0, payload = 0;
     while (off < got) {
-        if (off % 512 == 0) {          /* marker preceding an FPDU */
+        uint32_t crc = 0;
+        if (off % 512 == 0) {          /* a marker leading an FPDU: in its CRC */
             ASSERT_EQ(swp_get16(in + off), 0);
             ASSERT_EQ(swp_get16(in + off + 2), 0);
+            crc = swp_crc32c(0, in + off, 4);
             off += 4;
             markers++;
-            continue;
         }
         size_t start = off;
         /* collect the FPDU's unmarked bytes, checking in-FPDU markers */
         uint8_t f[20000];
         size_t fl = 0, want = 2;
-        uint32_t crc = 0;
         while (fl < want) {
             ASSERT(off < got);
             if (off % 512 == 0) {
