@@ -274,7 +274,7 @@ static void cm_got_reply(struct siwarp_qp *qp)
     if (rc == -ECONNREFUSED || rc == -EOPNOTSUPP) {
         /* a rev 1 Reject to our rev 2 Request: the peer wants rev 1 */
         bool rev_refused = rc == -ECONNREFUSED && rep.rev < cm->param.mpa_rev;
-        bool markers_refused = rc == -ECONNREFUSED || !rep.markers;
+        bool markers_refused = rc == -ECONNREFUSED;
 
         if (cm_fallback(qp, markers_refused && cm->param.markers, rev_refused))
             return;

@@ -276,7 +276,7 @@ static int swp_mpa_pick_rtr(int offered, int accepted)
 static void swp_mpa_nego_common(struct swp_nego *nego, const struct siwarp_conn_param *ours,
                                 const struct swp_mpa_rr_info *peer, uint32_t mss)
 {
-    uint32_t base = ours->mulpdu ? ours->mulpdu : swp_mpa_mulpdu(mss, nego->markers, nego->crc);
+    uint32_t base = ours->mulpdu ? ours->mulpdu : swp_mpa_mulpdu(mss, nego->markers_tx, nego->crc);
 
     if (base > SWP_MPA_ULPDU_MAX)
         base = SWP_MPA_ULPDU_MAX;
@@ -284,7 +284,7 @@ static void swp_mpa_nego_common(struct swp_nego *nego, const struct siwarp_conn_
     /* Anything a standard peer may legally send (MULPDU is its own choice). */
     nego->max_rx_ulpdu = SWP_MPA_ULPDU_MAX;
     nego->peer_is_siwarp = peer->siwarp;
-    if (peer->siwarp && !nego->markers && ours->big_fpdu) {
+    if (peer->siwarp && !nego->markers_tx && !nego->markers_rx && ours->big_fpdu) {
         uint32_t mine = swp_mpa_big_limit(swp_mpa_big_class(ours->big_fpdu));
         uint32_t theirs = swp_mpa_big_limit(peer->big_class);
 
@@ -298,7 +298,7 @@ static void swp_mpa_nego_common(struct swp_nego *nego, const struct siwarp_conn_
     }
     /* A siwarp peer that announced a class takes ULPDUs up to that size and
      * no more, whatever our MSS or big_fpdu would allow. */
-    if (peer->siwarp && !nego->markers) {
+    if (peer->siwarp && !nego->markers_tx && !nego->markers_rx) {
         uint32_t theirs = swp_mpa_big_limit(peer->big_class);
 
         if (theirs && nego->mulpdu > theirs)
@@ -322,17 +322,12 @@ int swp_mpa_nego_responder(const struct siwarp_conn_param *ours,
         *why = "request revision not supported";
         return -EPROTONOSUPPORT;
     }
-    /* RFC 5044 7.1: M asks the peer to send markers.  We only run markers in
-     * both directions, so honour M only if our side allows markers too; siw
-     * rejects every markers request the same way. */
-    if (req->markers && !ours->markers) {
-        *send_reject = true;
-        *why = "peer requires markers, refused";
-        return -EOPNOTSUPP;
-    }
     nego->mpa_rev = req->rev;
     nego->initiator = false;
-    nego->markers = req->markers;
+    /* RFC 5044 7.1: M says "send me markers", each direction on its own: a
+     * peer that demands them gets them; our Reply's M asks for ours. */
+    nego->markers_tx = req->markers;
+    nego->markers_rx = ours->markers != 0;
     /* RFC 5044 7.1: CRC is used if either side sets C. */
     nego->crc = req->crc || ours->crc;
 
@@ -372,7 +367,7 @@ int swp_mpa_build_reply(uint8_t *out, size_t outlen, const struct swp_nego *nego
     uint8_t flags = 0;
     uint16_t iw = 0, ow = 0;
 
-    if (nego->markers)
+    if (nego->markers_rx)
         flags |= SWP_MPA_FLAG_M;
     if (nego->crc)
         flags |= SWP_MPA_FLAG_C;
@@ -385,7 +380,7 @@ int swp_mpa_build_reply(uint8_t *out, size_t outlen, const struct swp_nego *nego
     }
     if (req->siwarp) {
         flags |= SWP_MPA_SIWARP_REPLY;
-        if (our_big_fpdu && !nego->markers)
+        if (our_big_fpdu && !nego->markers_tx && !nego->markers_rx)
             flags |= (uint8_t)(swp_mpa_big_class(our_big_fpdu) << SWP_MPA_BIG_SHIFT);
     }
     return swp_mpa_build_rr(out, outlen, true, nego->mpa_rev, flags, iw, ow, pd, pd_len);
@@ -423,16 +418,12 @@ int swp_mpa_nego_initiator(const struct siwarp_conn_param *sent,
         *why = "reply revision higher than requested";
         return -EPROTO;
     }
-    /* RFC 5044 7.1: M in the Reply asks us for markers.  Run them only in
-     * both directions or not at all. */
-    if (rep->markers != !!sent->markers) {
-        *why = rep->markers ? "peer requires markers we did not ask for"
-                            : "peer refused markers";
-        return -EOPNOTSUPP;
-    }
+    /* RFC 5044 7.1: M in the Reply asks us for markers; the peer sends us
+     * markers because we asked (it would have rejected otherwise). */
     nego->mpa_rev = rep->rev;
     nego->initiator = true;
-    nego->markers = rep->markers;
+    nego->markers_tx = rep->markers;
+    nego->markers_rx = sent->markers != 0;
     nego->crc = rep->crc || sent->crc;      /* RFC 5044 7.1 */
 
     if (rep->enhanced) {

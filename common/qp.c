@@ -445,7 +445,7 @@ int siwarp_query_qp(struct siwarp_qp *qp, struct siwarp_qp_attr *a)
     a->state = qp->state;
     a->mpa_rev = qp->nego.mpa_rev;
     a->crc = qp->nego.crc;
-    a->markers = qp->nego.markers;
+    a->markers = qp->nego.markers_tx || qp->nego.markers_rx;
     a->p2p = qp->nego.p2p;
     a->rtr = qp->nego.rtr;
     a->ird = qp->nego.ird;

@@ -537,7 +537,7 @@ static int rx_consume(struct siwarp_qp *qp)
 
         if (qp->state != SIWARP_QPS_RTS && qp->state != SIWARP_QPS_CLOSING)
             return -EPROTO;
-        if (qp->nego.markers) {
+        if (qp->nego.markers_rx) {
             if (rx->marker_got || rx->stream_off % SWP_MPA_MARKER_PERIOD == 0) {
                 uint32_t before = avail;
                 rc = rx_marker(qp, &p, &avail);
@@ -676,7 +676,7 @@ int swp_rx_progress(struct siwarp_qp *qp)
                 return 0;
             continue;
         }
-        if (rx->state == SWP_RX_PAYLOAD && !qp->nego.markers &&
+        if (rx->state == SWP_RX_PAYLOAD && !qp->nego.markers_rx &&
             rx->payload_left >= SWP_RX_DIRECT_MIN && rx->place_idx < rx->place_niov) {
             got = rx_direct(qp);
         } else {

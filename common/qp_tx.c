@@ -72,7 +72,7 @@ static void tx_emit(struct siwarp_qp *qp, const uint8_t *p, size_t n, bool crc)
     struct swp_tx *tx = &qp->tx;
     bool do_crc = crc && qp->nego.crc;
 
-    if (!qp->nego.markers) {
+    if (!qp->nego.markers_tx) {
         if (do_crc)
             tx->crc = swp_crc32c(tx->crc, p, n);
         tx_iov(tx, p, n);
@@ -99,7 +99,7 @@ static void tx_emit(struct siwarp_qp *qp, const uint8_t *p, size_t n, bool crc)
 static bool tx_room(struct siwarp_qp *qp, uint32_t plen, uint32_t pieces)
 {
     struct swp_tx *tx = &qp->tx;
-    uint32_t markers = qp->nego.markers ? plen / SWP_MPA_MARKER_PERIOD + 3 : 0;
+    uint32_t markers = qp->nego.markers_tx ? plen / SWP_MPA_MARKER_PERIOD + 3 : 0;
     uint32_t iovs = 3 + pieces + 2 * markers;
     uint32_t bytes = SWP_MPA_HDR_LEN + SWP_HDR_MAX + 3 + SWP_MPA_CRC_LEN +
                      SWP_MPA_MARKER_LEN * markers + (plen <= SWP_TX_COPY_MAX ? plen : 0);
@@ -133,10 +133,10 @@ static void tx_fpdu(struct siwarp_qp *qp, uint8_t *h, uint32_t hdrlen,
      * it is the FPDU's first octets for the CRC (RFC 5044 4.3, 4.4; this is
      * also how Wireshark checks it) */
     tx->crc = 0;
-    if (qp->nego.markers && tx->stream_off % SWP_MPA_MARKER_PERIOD == 0)
+    if (qp->nego.markers_tx && tx->stream_off % SWP_MPA_MARKER_PERIOD == 0)
         tx_marker(qp, 0, qp->nego.crc);
     tx->fpdu_start = tx->stream_off;
-    if (!qp->nego.markers && plen <= SWP_TX_COPY_MAX && tx->hdrs_used + plen + 8 <= SWP_TX_HDRS) {
+    if (!qp->nego.markers_tx && plen <= SWP_TX_COPY_MAX && tx->hdrs_used + plen + 8 <= SWP_TX_HDRS) {
         /* small payload: copy it behind the header so the whole FPDU is one
          * contiguous iovec (cheaper than gathering three).  Not with
          * markers: the marker just emitted at an FPDU start sits in hdrs
@@ -193,7 +193,7 @@ static uint32_t tx_max_payload(struct siwarp_qp *qp, uint32_t hdrlen)
 {
     uint32_t m = qp->nego.mulpdu - hdrlen;
 
-    if (qp->nego.markers && m > SWP_MARKER_FPDU_CAP)
+    if (qp->nego.markers_tx && m > SWP_MARKER_FPDU_CAP)
         m = SWP_MARKER_FPDU_CAP;
     return m;
 }

@@ -190,7 +190,8 @@ static inline uint32_t swp_ring_count(const struct swp_ring *r) { return r->tail
 
 struct swp_nego {
     int mpa_rev;
-    bool crc, markers, p2p;
+    bool crc, p2p;
+    bool markers_tx, markers_rx;   /* RFC 5044 7.1: markers per direction */
     int rtr;                  /* one SIWARP_RTR_* bit, or 0 */
     bool initiator;
     uint16_t ird, ord;

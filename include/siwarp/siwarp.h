@@ -188,7 +188,9 @@ enum siwarp_rtr {
 struct siwarp_conn_param {
     int      mpa_rev;        /* 2 (RFC 6581 enhanced) or 1; default 2 */
     int      crc;            /* ask for CRC32c (used if either side asks) */
-    int      markers;        /* ask for markers every 512 octets */
+    int      markers;        /* ask the peer to send us markers every 512 octets
+                                (RFC 5044 7.1: per direction; a peer asking
+                                for them gets them) */
     int      p2p;            /* RFC 6581 peer-to-peer mode */
     int      rtr;            /* RTR types offered (initiator) / accepted (responder) */
     uint16_t ird, ord;       /* inbound / outbound RDMA Read depth */
@@ -208,7 +210,8 @@ void siwarp_conn_param_default(struct siwarp_conn_param *p);
 struct siwarp_qp_attr {
     enum siwarp_qp_state state;
     int      mpa_rev;
-    int      crc, markers, p2p;
+    int      crc, p2p;
+    int      markers;            /* markers in either direction */
     int      rtr;                /* RTR type used (one bit) or 0 */
     uint16_t ird, ord;           /* negotiated */
     uint32_t mulpdu;             /* largest ULPDU we send */

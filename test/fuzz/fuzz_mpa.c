@@ -133,7 +133,7 @@ static void responder(const struct siwarp_conn_param *ours, const uint8_t *in, s
         fprintf(stderr, "initiator refuses the reply: %s\n", why);
         die("initiator refuses the reply to its own request", rc);
     }
-    if (ini.crc != rsp.crc || ini.markers != rsp.markers || ini.p2p != rsp.p2p ||
+    if (ini.crc != rsp.crc || ini.markers_tx != rsp.markers_rx || ini.markers_rx != rsp.markers_tx || ini.p2p != rsp.p2p ||
         ini.rtr != rsp.rtr || ini.mpa_rev != rsp.mpa_rev)
         die("initiator and responder disagree", 0);
     if (rsp.p2p && (!rsp.rtr || (rsp.rtr & (rsp.rtr - 1)) || !(rsp.rtr & req.rtr)))

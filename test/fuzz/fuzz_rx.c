@@ -217,7 +217,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!out_truncated) {
         const uint8_t *last;
         uint32_t last_len;
-        int partial = walk_out(e.qp->nego.markers, e.qp->nego.crc, &last, &last_len);
+        int partial = walk_out(e.qp->nego.markers_tx, e.qp->nego.crc, &last, &last_len);
 
         if (at.term_sent && e.qp->pl.fd < 0) {
             /* the socket is closed only once the Terminate has left */

@@ -162,7 +162,7 @@ static inline struct swp_nego fz_nego(uint8_t cfg)
     memset(&n, 0, sizeof(n));
     n.mpa_rev = 2;
     n.crc = cfg & FZ_CFG_CRC;
-    n.markers = cfg & FZ_CFG_MARKERS;
+    n.markers_tx = n.markers_rx = (cfg & FZ_CFG_MARKERS) != 0;
     n.p2p = cfg & FZ_CFG_P2P;
     n.rtr = n.p2p ? rtr[(cfg >> FZ_CFG_RTR_SHIFT) & 3] : 0;
     n.initiator = cfg & FZ_CFG_INITIATOR;

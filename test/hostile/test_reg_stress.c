@@ -44,7 +44,7 @@ static void pair_setup(struct pair *p, bool crc, bool markers)
     memset(&n, 0, sizeof(n));
     n.mpa_rev = 2;
     n.crc = crc;
-    n.markers = markers;
+    n.markers_tx = n.markers_rx = markers;
     n.ird = n.ord = 8;
     n.mulpdu = 16000;
     n.max_rx_ulpdu = 65535;

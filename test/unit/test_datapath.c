@@ -28,7 +28,7 @@ static struct swp_nego nego_default(bool crc, bool markers)
     memset(&n, 0, sizeof(n));
     n.mpa_rev = 2;
     n.crc = crc;
-    n.markers = markers;
+    n.markers_tx = n.markers_rx = markers;
     n.ird = n.ord = 16;
     n.mulpdu = 65000;
     n.max_rx_ulpdu = 65535;

@@ -274,33 +274,42 @@ TEST(nego_markers)
     struct siwarp_conn_param i = param(2), s = param(2);
     struct pair r;
 
-    /* markers asked, responder unwilling: Reject (as siw), initiator sees it */
+    /* RFC 5044 7.1, per direction: the initiator asks, the responder did not
+     * want markers itself -- it sends them anyway, receives none */
     i.markers = 1;
     exchange(&i, &s, &r);
-    ASSERT_EQ(r.rc_resp, -EOPNOTSUPP);
-    ASSERT(r.reject);
-    ASSERT(r.rep_info.reject);
-    ASSERT_EQ(r.rc_init, -ECONNREFUSED);
-    ASSERT_EQ(r.rep_info.pd_len, 2);
-    ASSERT_MEM_EQ(r.rep_info.pd, "no", 2);
+    ASSERT_OK(r.rc_resp);
+    ASSERT_OK(r.rc_init);
+    ASSERT(r.resp.markers_tx && !r.resp.markers_rx);
+    ASSERT(!r.init.markers_tx && r.init.markers_rx);
+    ASSERT(!r.rep_info.markers);
+    ASSERT_EQ(r.init.mulpdu, 1454);        /* the initiator sends no markers */
 
-    /* both willing: markers both ways, smaller MULPDU */
+    /* both ask: markers both ways, smaller MULPDU */
     s.markers = 1;
     exchange(&i, &s, &r);
     ASSERT_OK(r.rc_resp);
     ASSERT_OK(r.rc_init);
-    ASSERT(r.resp.markers && r.init.markers);
+    ASSERT(r.resp.markers_tx && r.resp.markers_rx && r.init.markers_tx && r.init.markers_rx);
     ASSERT_EQ(r.init.mulpdu, 1442);
 
-    /* responder willing, initiator did not ask: no markers */
+    /* only the responder asks: the initiator sends markers */
     i.markers = 0;
     exchange(&i, &s, &r);
     ASSERT_OK(r.rc_init);
-    ASSERT(!r.resp.markers && !r.init.markers);
+    ASSERT(r.rep_info.markers);
+    ASSERT(r.init.markers_tx && !r.init.markers_rx);
+    ASSERT(!r.resp.markers_tx && r.resp.markers_rx);
+    ASSERT_EQ(r.init.mulpdu, 1442);
+
+    /* neither */
+    s.markers = 0;
+    exchange(&i, &s, &r);
+    ASSERT(!r.init.markers_tx && !r.init.markers_rx && !r.resp.markers_tx && !r.resp.markers_rx);
     ASSERT_EQ(r.init.mulpdu, 1454);
 }
 
-TEST(nego_markers_asymmetric_reply)
+TEST(nego_markers_reply_bits)
 {
     struct siwarp_conn_param i = param(1);
     struct swp_mpa_rr_info rep;
@@ -308,15 +317,17 @@ TEST(nego_markers_asymmetric_reply)
     const char *why;
     uint8_t f[20];
 
-    /* a peer granting M in its reply although we did not ask */
+    /* a Reply with M although we did not ask: the peer wants markers from us */
     frame(f, SWP_MPA_KEY_REP, SWP_MPA_FLAG_M, 1, 0);
     ASSERT_OK(swp_mpa_parse_rr(f, 20, true, &rep));
-    ASSERT_EQ(swp_mpa_nego_initiator(&i, &rep, 1460, &n, &why), -EOPNOTSUPP);
-    /* we asked, it answered without M */
+    ASSERT_OK(swp_mpa_nego_initiator(&i, &rep, 1460, &n, &why));
+    ASSERT(n.markers_tx && !n.markers_rx);
+    /* we asked, it answered without M: it sends markers, wants none */
     i.markers = 1;
     frame(f, SWP_MPA_KEY_REP, 0, 1, 0);
     ASSERT_OK(swp_mpa_parse_rr(f, 20, true, &rep));
-    ASSERT_EQ(swp_mpa_nego_initiator(&i, &rep, 1460, &n, &why), -EOPNOTSUPP);
+    ASSERT_OK(swp_mpa_nego_initiator(&i, &rep, 1460, &n, &why));
+    ASSERT(!n.markers_tx && n.markers_rx);
 }
 
 TEST(nego_rev1_and_rev2)

@@ -62,7 +62,7 @@ static void peer_setup_p2p(struct peer *p, bool crc, bool markers, int rtr)
     memset(&n, 0, sizeof(n));
     n.mpa_rev = 2;
     n.crc = crc;
-    n.markers = markers;
+    n.markers_tx = n.markers_rx = markers;
     n.ird = n.ord = 4;
     n.mulpdu = 16384;
     n.max_rx_ulpdu = 16384;
