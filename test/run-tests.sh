@@ -6,6 +6,13 @@
 # line "N passed, N failed[, N skipped]".  Exits non-zero if a case failed,
 # a test program errored (crash, bad plan) or make failed.
 # Extra arguments are passed to make (e.g. TESTS=test/unit/test_crc32c).
+#
+# After make check come the long suites, each counted into the same total:
+#   - the libFuzzer harnesses, SIWARP_FUZZ_SECONDS each (default 60);
+#   - unit and two-process tests again under ASan + UBSan;
+#   - interop against Linux kernel siw in a qemu guest, when ../shared/siw-vm
+#     exists (root; guest built on first use, ~25 min at most).
+# SIWARP_QUICK=1 skips them (make check alone: about a minute).
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 2
@@ -49,6 +56,57 @@ for trs in $(find . -name '*.trs' -type f | sort); do
         failures="$failures  $name: $why$nl"
     fi
 done
+
+# ---- long suites -------------------------------------------------------------
+# run_suite NAME LOG CMD...: run CMD with its output in LOG; count its TAP
+# lines (not ok # TODO: a known failure, counted as skipped) or, for a
+# script that prints no TAP, the script itself as one test.
+run_suite() {
+    name=$1 log=$2
+    shift 2
+    echo "== $name (log: $log)"
+    "$@" >"$log" 2>&1
+    rc=$?
+    if grep -q '^\(ok\|not ok\)' "$log"; then
+        p=$(grep '^ok' "$log" | grep -vc '# SKIP')
+        s=$(grep -c '^ok.*# SKIP' "$log")
+        t=$(grep -c '^not ok.*# TODO' "$log")
+        f=$(grep '^not ok' "$log" | grep -vc '# TODO')
+        passed=$((passed + p)); skipped=$((skipped + s + t)); failed=$((failed + f))
+        [ "$f" -gt 0 ] && failures="$failures$(grep '^not ok' "$log" | grep -v '# TODO' | sed "s|^|  $name: |")$nl"
+        if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+            failed=$((failed + 1))
+            failures="$failures  $name: exited with status $rc (see $log)$nl"
+        fi
+    elif grep -q '^[a-z-]*: [0-9]* passed, [0-9]* failed' "$log"; then
+        # a script with its own count (ci-sanitizers.sh)
+        line=$(grep '^[a-z-]*: [0-9]* passed, [0-9]* failed' "$log" | tail -n 1)
+        p=$(echo "$line" | sed 's/^[a-z-]*: \([0-9]*\) passed.*/\1/')
+        f=$(echo "$line" | sed 's/.* \([0-9]*\) failed.*/\1/')
+        s=$(echo "$line" | sed -n 's/.* \([0-9]*\) skipped.*/\1/p')
+        passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + ${s:-0}))
+        if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+            failed=$((failed + 1))
+        fi
+        [ "$rc" -ne 0 ] && failures="$failures  $name: $line (see $log)$nl"
+    elif grep -q '^1\.\.0 # SKIP' "$log"; then
+        skipped=$((skipped + 1))
+        echo "   skipped: $(sed -n 's/^1\.\.0 # SKIP //p' "$log")"
+    elif [ "$rc" -eq 0 ]; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+        failures="$failures  $name: exited with status $rc (see $log)$nl"
+    fi
+    tail -n 3 "$log" | sed 's/^/   /'
+}
+
+if [ -z "$SIWARP_QUICK" ] && [ $# -eq 0 ]; then
+    run_suite fuzzing "$top/test/fuzz/run-fuzzers.log" \
+        "$top/test/fuzz/run-fuzzers.sh" "${SIWARP_FUZZ_SECONDS:-60}"
+    run_suite sanitizers "$top/contrib/ci-sanitizers.log" "$top/contrib/ci-sanitizers.sh"
+    run_suite interop "$top/test/interop/ci-interop.log" "$top/test/interop/ci-interop.sh"
+fi
 
 # make check fails whenever a test fails; only when no test result says
 # so is it a failure of its own (a program that did not build, say).

@@ -63,7 +63,8 @@ static size_t fpdu(uint8_t *out, size_t at, const uint8_t *hdr, uint32_t hlen,
 
     swp_put16(f, (uint16_t)ulen);
     memcpy(f + 2, hdr, hlen);
-    memcpy(f + 2 + hlen, pl, plen);
+    if (plen)
+        memcpy(f + 2 + hlen, pl, plen);
     memset(f + 2 + ulen, 0, framed - 2 - ulen);
     swp_mpa_put_crc(f + framed, crc ? swp_crc32c(0, f, framed) : 0);
     return at + framed + SWP_MPA_CRC_LEN;
