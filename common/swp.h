@@ -93,12 +93,14 @@ int  swp_progress_locked(struct siwarp_ctx *ctx, int timeout_ms);
 
 struct siwarp_pd {
     struct siwarp_ctx *ctx;
+    void *hw;                 /* verbs backend object, NULL in software */
     uint32_t id;
     uint32_t refs;        /* MRs + QPs */
 };
 
 struct siwarp_mr {
     struct siwarp_pd *pd;
+    void *hw;
     uint8_t *addr;
     uint64_t len;
     int access;
@@ -132,6 +134,7 @@ void swp_mem_fini(struct siwarp_ctx *ctx);
 
 struct siwarp_cq {
     struct siwarp_ctx *ctx;
+    void *hw;
     struct siwarp_wc *ring;
     uint32_t size, head, count;
     uint32_t refs;
@@ -294,6 +297,7 @@ struct swp_cm {
 
 struct siwarp_qp {
     struct siwarp_ctx *ctx;
+    void *hw;
     struct siwarp_pd *pd;
     struct siwarp_cq *scq, *rcq;
     struct swp_list link;            /* ctx->qps */
@@ -432,6 +436,7 @@ struct swp_stag_ent {
 
 struct siwarp_ctx {
     pthread_mutex_t lock;
+    void *hw;                            /* verbs backend (swp_hw_*), or NULL */
     int epfd;
     int kickfd;                          /* eventfd in epfd */
     struct swp_pollable kick;
