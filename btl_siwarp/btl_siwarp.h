@@ -7,7 +7,7 @@
  *
  * Wire formats owned by this component (all big-endian, no bitfields):
  *   - mca_btl_siwarp_hdr_t       8 bytes at the head of every RDMAP Send
- *   - mca_btl_siwarp_tcp_hdr_t  16 bytes framing each message on a TCP
+ *   - mca_btl_siwarp_tcp_hdr_t  24 bytes framing each message on a TCP
  *                                fallback connection
  *   - mca_btl_siwarp_conn_pd_t   MPA private data (and fallback HELLO body)
  *   - mca_btl_siwarp_modex_addr_t one per published address
@@ -32,6 +32,8 @@
 #include "opal/util/proc.h"
 
 #include <siwarp/siwarp.h>
+
+#include "btl_siwarp_regtab.h"
 
 BEGIN_C_DECLS
 
@@ -75,23 +77,28 @@ enum {
     MCA_BTL_SIWARP_TCP_HELLO     = 1,  /* body: conn_pd; initiator -> acceptor */
     MCA_BTL_SIWARP_TCP_HELLO_ACK = 2,  /* body: conn_pd; acceptor -> initiator */
     MCA_BTL_SIWARP_TCP_DATA      = 3,  /* body: hdr + payload */
-    MCA_BTL_SIWARP_TCP_PUT       = 4,  /* arg: target address; body: data */
-    MCA_BTL_SIWARP_TCP_GET_REQ   = 5,  /* arg: token; body: be64 addr, be64 len */
+    MCA_BTL_SIWARP_TCP_PUT       = 4,  /* stag, arg: target handle, address; body: data */
+    MCA_BTL_SIWARP_TCP_GET_REQ   = 5,  /* stag: source handle; arg: token;
+                                          body: be64 addr, be64 len */
     MCA_BTL_SIWARP_TCP_GET_RESP  = 6,  /* arg: token; body: data */
     MCA_BTL_SIWARP_TCP_OP_MAX
 };
 
+/* PUT and GET_REQ name the target's registration handle, so the target
+ * checks handle, rights and bounds before it touches memory (regtab). */
 typedef struct mca_btl_siwarp_tcp_hdr_t {
     uint32_t len;            /* body bytes following this header */
     uint8_t  op;             /* MCA_BTL_SIWARP_TCP_* */
-    uint8_t  reserved[3];
+    uint8_t  reserved[3];    /* zero */
+    uint32_t stag;           /* PUT, GET_REQ: the target's handle; else zero */
+    uint32_t reserved2;      /* zero */
     uint64_t arg;
 } mca_btl_siwarp_tcp_hdr_t;
-_Static_assert(sizeof(mca_btl_siwarp_tcp_hdr_t) == 16, "TCP frame header is 16 bytes");
+_Static_assert(sizeof(mca_btl_siwarp_tcp_hdr_t) == 24, "TCP frame header is 24 bytes");
 
 /* MPA private data in Request / Reply / Reject, and body of HELLO(_ACK). */
 #define MCA_BTL_SIWARP_CONN_MAGIC   0x53574254u    /* "SWBT" */
-#define MCA_BTL_SIWARP_CONN_VERSION 1
+#define MCA_BTL_SIWARP_CONN_VERSION 2   /* 2: 24-byte TCP frame header with stag */
 enum {
     MCA_BTL_SIWARP_CONN_OK       = 0,
     MCA_BTL_SIWARP_CONN_DUP      = 1,  /* simultaneous connect: use the other one */
@@ -194,6 +201,8 @@ typedef struct mca_btl_siwarp_module_t {
     opal_free_list_t eager_frags;   /* registered buffers: sends and receives */
     opal_free_list_t rdma_frags;    /* put/get descriptors, no buffer */
     mca_rcache_base_module_t *rcache;
+    mca_btl_siwarp_regtab_t regtab; /* every MR we handed out: fallback checks */
+    int regtab_ready;
     mca_btl_base_module_error_cb_fn_t error_cb;
     opal_recursive_mutex_t lock;
 

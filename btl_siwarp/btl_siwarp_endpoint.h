@@ -106,6 +106,9 @@ void mca_btl_siwarp_ep_progress_pending(mca_btl_siwarp_endpoint_t *ep);
 int  mca_btl_siwarp_ep_progress_connect(mca_btl_siwarp_endpoint_t *ep);
 void mca_btl_siwarp_ep_connected(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_transport_t tr,
                                  int peer_rq_depth);
+/* show: 1 report unreachable, 2 report connection lost, 0 reported already
+ * (PML not told), MCA_BTL_SIWARP_FAIL_REPORTED reported already, tell the PML */
+#define MCA_BTL_SIWARP_FAIL_REPORTED 3
 void mca_btl_siwarp_ep_fail(mca_btl_siwarp_endpoint_t *ep, const char *why, int show);
 void mca_btl_siwarp_ep_activate(mca_btl_siwarp_endpoint_t *ep);
 /* Completion of one CQ entry. */

@@ -5,7 +5,12 @@
  *
  * Frames: mca_btl_siwarp_tcp_hdr_t then `len` body bytes.  Active messages
  * travel as DATA frames; put is a PUT frame written straight into the target
- * address; get is a GET_REQ answered by a GET_RESP.  TCP is a byte stream in
+ * address; get is a GET_REQ answered by a GET_RESP.  PUT and GET_REQ carry
+ * the target's registration handle: before touching memory the target checks
+ * it against the registrations it handed out (module->regtab: handle valid ->
+ * rights -> bounds, with overflow), exactly what an RNIC checks for RDMA
+ * Write and Read.  A peer that names anything else is refused with a
+ * message and the endpoint fails; nothing is written or read.  TCP is a byte stream in
  * order, so a put completes when its last byte is handed to the kernel, and a
  * later FIN cannot overtake it - the same guarantee RDMAP gives.
  *
@@ -20,6 +25,8 @@
 
 #include <endian.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <string.h>
@@ -29,8 +36,50 @@
 #include <sys/uio.h>
 
 #include "opal/util/output.h"
+#include "opal/util/show_help.h"
 
 #define HELLO_TIMEOUT_SEC 5
+#define HELLO_LEN (sizeof(mca_btl_siwarp_tcp_hdr_t) + sizeof(mca_btl_siwarp_conn_pd_t))
+
+/* Test hook, never set in production: SIWARP_BTL_TEST_HOSTILE makes this
+ * process a hostile fallback peer - "below" shifts every PUT / GET_REQ
+ * target address 2 MiB down, "stag" names a handle we never got, "wrap"
+ * picks an address whose end wraps around 2^64.  test/mpi/mpi_hostile.c
+ * checks the peer refuses and its memory stays untouched. */
+enum { HOSTILE_OFF = 0, HOSTILE_BELOW, HOSTILE_STAG, HOSTILE_WRAP };
+static int hostile_mode(void)
+{
+    static int mode = -1;
+    if (mode < 0) {
+        const char *e = getenv("SIWARP_BTL_TEST_HOSTILE");
+        mode = HOSTILE_OFF;
+        if (e && 0 == strcmp(e, "below")) {
+            mode = HOSTILE_BELOW;
+        } else if (e && 0 == strcmp(e, "stag")) {
+            mode = HOSTILE_STAG;
+        } else if (e && 0 == strcmp(e, "wrap")) {
+            mode = HOSTILE_WRAP;
+        }
+    }
+    return mode;
+}
+
+static void hostile_target(uint32_t *stag, uint64_t *addr)
+{
+    switch (hostile_mode()) {
+    case HOSTILE_BELOW:
+        *addr -= 2u << 20;
+        break;
+    case HOSTILE_STAG:
+        *stag ^= 0x5a5a5a00u;
+        break;
+    case HOSTILE_WRAP:
+        *addr = UINT64_MAX - 15;
+        break;
+    default:
+        break;
+    }
+}
 
 static void set_sock_opts(int fd, int nonblock)
 {
@@ -42,7 +91,7 @@ static void set_sock_opts(int fd, int nonblock)
     }
 }
 
-static void hello_frame(uint8_t buf[32], int op, int reason)
+static void hello_frame(uint8_t buf[HELLO_LEN], int op, int reason)
 {
     mca_btl_siwarp_tcp_hdr_t h = {.len = htonl(sizeof(mca_btl_siwarp_conn_pd_t)),
                                   .op = (uint8_t) op};
@@ -152,7 +201,7 @@ static int rx_body(mca_btl_siwarp_endpoint_t *ep)
 int mca_btl_siwarp_tcp_progress_connect(mca_btl_siwarp_endpoint_t *ep)
 {
     mca_btl_siwarp_conn_pd_t pd;
-    uint8_t hello[32];
+    uint8_t hello[HELLO_LEN];
     int rc;
 
     if (ep->fd < 0) {
@@ -232,7 +281,7 @@ int mca_btl_siwarp_tcp_progress_connect(mca_btl_siwarp_endpoint_t *ep)
 void mca_btl_siwarp_tcp_accept(mca_btl_siwarp_module_t *m, int listen_fd)
 {
     for (;;) {
-        uint8_t buf[32];
+        uint8_t buf[HELLO_LEN];
         mca_btl_siwarp_tcp_hdr_t h;
         mca_btl_siwarp_conn_pd_t pd;
         mca_btl_siwarp_endpoint_t *ep;
@@ -244,7 +293,7 @@ void mca_btl_siwarp_tcp_accept(mca_btl_siwarp_module_t *m, int listen_fd)
         if (fd < 0) {
             return;     /* EAGAIN or a transient error */
         }
-        /* the hello is 32 bytes sent right after connect: read it blocking */
+        /* the hello is 40 bytes sent right after connect: read it blocking */
         set_sock_opts(fd, 0);
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
         if (recv(fd, buf, sizeof(buf), MSG_WAITALL) != (ssize_t) sizeof(buf)) {
@@ -361,20 +410,30 @@ int mca_btl_siwarp_tcp_submit(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag
         h->op = MCA_BTL_SIWARP_TCP_DATA;
         frag->iov[1].iov_base = frag->hdr;
         break;
-    case MCA_BTL_SIWARP_FRAG_PUT:
+    case MCA_BTL_SIWARP_FRAG_PUT: {
+        uint32_t stag = frag->remote_stag;
+        uint64_t addr = frag->remote_address;
+        hostile_target(&stag, &addr);
         body = frag->rdma_size;
         h->op = MCA_BTL_SIWARP_TCP_PUT;
-        h->arg = htobe64(frag->remote_address);
+        h->stag = htonl(stag);
+        h->arg = htobe64(addr);
         frag->iov[1].iov_base = frag->local_address;
         break;
-    case MCA_BTL_SIWARP_FRAG_GET:
+    }
+    case MCA_BTL_SIWARP_FRAG_GET: {
+        uint32_t stag = frag->remote_stag;
+        uint64_t addr = frag->remote_address;
+        hostile_target(&stag, &addr);
         body = sizeof(frag->tcp_body);
         h->op = MCA_BTL_SIWARP_TCP_GET_REQ;
+        h->stag = htonl(stag);
         h->arg = htobe64((uint64_t) (uintptr_t) frag);
-        frag->tcp_body[0] = htobe64(frag->remote_address);
+        frag->tcp_body[0] = htobe64(addr);
         frag->tcp_body[1] = htobe64((uint64_t) frag->rdma_size);
         frag->iov[1].iov_base = frag->tcp_body;
         break;
+    }
     case MCA_BTL_SIWARP_FRAG_GET_RESP:
         body = frag->rdma_size;
         h->op = MCA_BTL_SIWARP_TCP_GET_RESP;
@@ -403,6 +462,30 @@ int mca_btl_siwarp_tcp_submit(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag
 
 /* ---- receive ------------------------------------------------------------------- */
 
+/* May the peer put into / get from [addr, addr + len) through stag?  On no,
+ * tell the user which peer asked for what, and fail the endpoint. */
+static int access_ok(mca_btl_siwarp_endpoint_t *ep, const char *what, uint32_t stag,
+                     uint64_t addr, uint64_t len, uint32_t access)
+{
+    int rc = mca_btl_siwarp_regtab_check(&ep->module->regtab, stag, addr, len, access);
+    char detail[160];
+
+    if (0 == rc) {
+        return 1;
+    }
+    snprintf(detail, sizeof(detail), "%s of %" PRIu64 " bytes at 0x%" PRIx64
+             " through handle 0x%08x", what, len, addr, stag);
+    /* printed by this process directly: ORTE's show_help relay can lose the
+     * message below when the job aborts right after it */
+    BTL_ERROR(("siwarp: refused %s from %s: %s", detail, OPAL_NAME_PRINT(ep->name),
+               mca_btl_siwarp_regtab_strerror(rc)));
+    opal_show_help("help-mpi-btl-siwarp.txt", "remote access refused", true,
+                   opal_process_info.nodename, OPAL_NAME_PRINT(ep->name),
+                   mca_btl_siwarp_ep_peer_host(ep), detail,
+                   mca_btl_siwarp_regtab_strerror(rc));
+    return 0;
+}
+
 static int rx_setup(mca_btl_siwarp_endpoint_t *ep)
 {
     mca_btl_siwarp_module_t *m = ep->module;
@@ -422,11 +505,12 @@ static int rx_setup(mca_btl_siwarp_endpoint_t *ep)
         ep->rx_dst = ep->rx_buf;
         break;
     case MCA_BTL_SIWARP_TCP_PUT:
-        /* the address came from our own registration handle via the PML */
-        ep->rx_dst = (uint8_t *) (uintptr_t) arg;
-        if (NULL == ep->rx_dst && len) {
-            return -1;
+        /* the target must lie inside a registration we handed out */
+        if (!access_ok(ep, "put", ntohl(ep->rx_hdr.stag), arg, len,
+                       MCA_BTL_SIWARP_REGTAB_WRITE)) {
+            return -2;
         }
+        ep->rx_dst = (uint8_t *) (uintptr_t) arg;
         break;
     case MCA_BTL_SIWARP_TCP_GET_REQ:
         if (len != sizeof(ep->rx_small)) {
@@ -482,21 +566,28 @@ static int rx_dispatch(mca_btl_siwarp_endpoint_t *ep)
     }
     case MCA_BTL_SIWARP_TCP_PUT:
         break;
-    case MCA_BTL_SIWARP_TCP_GET_REQ:
+    case MCA_BTL_SIWARP_TCP_GET_REQ: {
+        uint64_t addr = be64toh(ep->rx_small[0]);
+        uint64_t len = be64toh(ep->rx_small[1]);
+        if (len > UINT32_MAX) {
+            return -1;
+        }
+        /* the source must lie inside a registration we handed out */
+        if (!access_ok(ep, "get", ntohl(ep->rx_hdr.stag), addr, len,
+                       MCA_BTL_SIWARP_REGTAB_READ)) {
+            return -2;
+        }
         frag = mca_btl_siwarp_frag_alloc_rdma(m);
         if (NULL == frag) {
             return -1;
         }
         frag->type = MCA_BTL_SIWARP_FRAG_GET_RESP;
         frag->remote_address = be64toh(ep->rx_hdr.arg);
-        frag->local_address = (void *) (uintptr_t) be64toh(ep->rx_small[0]);
-        frag->rdma_size = be64toh(ep->rx_small[1]);
-        if (frag->rdma_size > UINT32_MAX) {
-            mca_btl_siwarp_frag_return(frag);
-            return -1;
-        }
+        frag->local_address = (void *) (uintptr_t) addr;
+        frag->rdma_size = len;
         mca_btl_siwarp_tcp_submit(ep, frag);
         break;
+    }
     case MCA_BTL_SIWARP_TCP_GET_RESP:
         frag = ep->rx_get;
         opal_list_remove_item(&ep->gets_inflight, &frag->base.super.super);
@@ -541,7 +632,14 @@ int mca_btl_siwarp_tcp_progress(mca_btl_siwarp_endpoint_t *ep)
             if (0 == rc) {
                 return count;
             }
-            if (rx_setup(ep) < 0) {
+            rc = rx_setup(ep);
+            if (-2 == rc) {
+                /* reported with the peer's name; the PML must still learn */
+                mca_btl_siwarp_ep_fail(ep, "remote access outside our registrations",
+                                       MCA_BTL_SIWARP_FAIL_REPORTED);
+                return count;
+            }
+            if (rc < 0) {
                 BTL_ERROR(("siwarp: malformed TCP frame from %s (op %u, %u bytes)",
                            OPAL_NAME_PRINT(ep->name), ep->rx_hdr.op, ntohl(ep->rx_hdr.len)));
                 mca_btl_siwarp_ep_fail(ep, "malformed frame on the TCP fallback connection", 2);
@@ -557,7 +655,13 @@ int mca_btl_siwarp_tcp_progress(mca_btl_siwarp_endpoint_t *ep)
             return count;
         }
         ep->rx_hdr_got = 0;
-        if (rx_dispatch(ep) < 0) {
+        rc = rx_dispatch(ep);
+        if (-2 == rc) {
+            mca_btl_siwarp_ep_fail(ep, "remote access outside our registrations",
+                                   MCA_BTL_SIWARP_FAIL_REPORTED);
+            return count;
+        }
+        if (rc < 0) {
             mca_btl_siwarp_ep_fail(ep, "malformed frame on the TCP fallback connection", 2);
             return count;
         }

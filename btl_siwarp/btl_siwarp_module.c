@@ -344,6 +344,10 @@ static int siwarp_finalize(mca_btl_base_module_t *btl)
         mca_rcache_base_module_destroy(m->rcache);
         m->rcache = NULL;
     }
+    if (m->regtab_ready) {
+        mca_btl_siwarp_regtab_fini(&m->regtab);
+        m->regtab_ready = 0;
+    }
     if (m->cq) {
         siwarp_destroy_cq(m->cq);
     }

@@ -35,15 +35,31 @@ static int rcache_reg(void *reg_data, void *base, size_t size,
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     reg->handle.stag = siwarp_mr_stag(reg->mr);
+    /* the fallback transport checks peers' put/get targets against this */
+    rc = mca_btl_siwarp_regtab_add(&m->regtab, reg->handle.stag, (uint64_t) (uintptr_t) base,
+                                   size,
+                                   ((access & SIWARP_ACCESS_REMOTE_READ) ?
+                                    MCA_BTL_SIWARP_REGTAB_READ : 0) |
+                                   ((access & SIWARP_ACCESS_REMOTE_WRITE) ?
+                                    MCA_BTL_SIWARP_REGTAB_WRITE : 0));
+    if (rc < 0) {
+        BTL_ERROR(("siwarp: registration table: stag 0x%08x: %s", reg->handle.stag,
+                   strerror(-rc)));
+        siwarp_dereg_mr(reg->mr);
+        reg->mr = NULL;
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
     return OPAL_SUCCESS;
 }
 
 static int rcache_dereg(void *reg_data, mca_rcache_base_registration_t *base_reg)
 {
+    mca_btl_siwarp_module_t *m = reg_data;
     mca_btl_siwarp_reg_t *reg = (mca_btl_siwarp_reg_t *) base_reg;
-    (void) reg_data;
 
     if (reg->mr) {
+        /* out of the table first: no fallback access once dereg starts */
+        mca_btl_siwarp_regtab_remove(&m->regtab, reg->handle.stag);
         siwarp_dereg_mr(reg->mr);
         reg->mr = NULL;
     }
@@ -60,6 +76,12 @@ int mca_btl_siwarp_rcache_init(mca_btl_siwarp_module_t *m)
         .deregister_mem = rcache_dereg,
     };
 
+    if (!m->regtab_ready) {
+        if (mca_btl_siwarp_regtab_init(&m->regtab) < 0) {
+            return OPAL_ERR_OUT_OF_RESOURCE;
+        }
+        m->regtab_ready = 1;
+    }
     m->rcache = mca_rcache_base_module_create("grdma", m, &res);
     return m->rcache ? OPAL_SUCCESS : OPAL_ERR_NOT_AVAILABLE;
 }

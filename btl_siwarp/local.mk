@@ -22,7 +22,9 @@ btl_siwarp_libbtlsiwarp_la_SOURCES = \
 	btl_siwarp/btl_siwarp_fallback.c \
 	btl_siwarp/btl_siwarp_frag.h \
 	btl_siwarp/btl_siwarp_frag.c \
-	btl_siwarp/btl_siwarp_rdma.c
+	btl_siwarp/btl_siwarp_rdma.c \
+	btl_siwarp/btl_siwarp_regtab.h \
+	btl_siwarp/btl_siwarp_regtab.c
 btl_siwarp_libbtlsiwarp_la_CPPFLAGS = -I$(top_srcdir)/include $(OMPI_CPPFLAGS) \
 	-DSIWARP_HELP_DIR='"$(btlsiwarphelpdir)"' \
 	-DSIWARP_SRC_HELP_DIR='"$(abs_top_srcdir)/btl_siwarp"'
