@@ -296,53 +296,66 @@ static void cm_got_reply(struct siwarp_qp *qp)
     cm_done(qp);
 }
 
-/* Read the Reply: the 20-byte header first, then exactly its private data. */
-static void cm_read_reply(struct siwarp_qp *qp)
+/* Read an MPA Request or Reply (RFC 5044 7.1) without ever consuming a byte
+ * past it: the 20-byte header first, then exactly its private data.
+ * Resumes from *got.  1: complete; 0: need more; -EPROTO: wrong key;
+ * -EMSGSIZE: private data over 512; -ECONNRESET: closed; else -errno. */
+int swp_cm_read_rr(int fd, uint8_t *in, uint32_t *got, bool reply)
 {
-    struct swp_cm *cm = &qp->cm;
-
     for (;;) {
         uint32_t want = SWP_MPA_RR_HDR_LEN;
         ssize_t n;
 
-        if (cm->in_got >= SWP_MPA_RR_HDR_LEN) {
-            int total = swp_mpa_parse_rr_hdr(cm->in, cm->in_got, true);
-            if (total == -EPROTO) {
-                /* RFC 5044 7.1: not an MPA Reply */
-                cm_fail(qp, -EPROTO, "MPA Reply with a wrong key");
-                return;
-            }
-            if (total < 0) {
-                cm_fail(qp, -EPROTO, "MPA Reply private data length %u over 512",
-                        swp_get16(cm->in + 18));
-                return;
-            }
+        if (*got >= SWP_MPA_RR_HDR_LEN) {
+            int total = swp_mpa_parse_rr_hdr(in, *got, reply);
+            if (total < 0)
+                return total == -EPROTO ? -EPROTO : -EMSGSIZE;
             want = (uint32_t)total;
-            if (cm->in_got == want) {
-                cm_got_reply(qp);
-                return;
-            }
+            if (*got == want)
+                return 1;
         }
-        n = recv(qp->pl.fd, cm->in + cm->in_got, want - cm->in_got, 0);
+        n = recv(fd, in + *got, want - *got, 0);
         if (n > 0) {
-            cm->in_got += (uint32_t)n;
+            *got += (uint32_t)n;
             continue;
         }
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return;
-        /* closed or reset before a full Reply: a rev 1 peer closes on rev 2
-         * (RFC 5044 7.1), so may a peer refusing markers */
-        if (cm_fallback(qp, cm->param.markers != 0, true))
-            return;
-        if (n == 0)
-            cm_fail(qp, -ECONNRESET, "peer closed the connection after %u of the MPA Reply bytes",
-                    cm->in_got);
-        else
-            cm_fail(qp, -errno, "reading MPA Reply: %s", strerror(errno));
+            return 0;
+        return n == 0 ? -ECONNRESET : -errno;
+    }
+}
+
+/* Read the Reply: the 20-byte header first, then exactly its private data. */
+static void cm_read_reply(struct siwarp_qp *qp)
+{
+    struct swp_cm *cm = &qp->cm;
+    int rc = swp_cm_read_rr(qp->pl.fd, cm->in, &cm->in_got, true);
+
+    switch (rc) {
+    case 0:
+        return;
+    case 1:
+        cm_got_reply(qp);
+        return;
+    case -EPROTO:
+        /* RFC 5044 7.1: not an MPA Reply */
+        cm_fail(qp, -EPROTO, "MPA Reply with a wrong key");
+        return;
+    case -EMSGSIZE:
+        cm_fail(qp, -EPROTO, "MPA Reply private data length %u over 512", swp_get16(cm->in + 18));
         return;
     }
+    /* closed or reset before a full Reply: a rev 1 peer closes on rev 2
+     * (RFC 5044 7.1), so may a peer refusing markers */
+    if (cm_fallback(qp, cm->param.markers != 0, true))
+        return;
+    if (rc == -ECONNRESET)
+        cm_fail(qp, -ECONNRESET, "peer closed the connection after %u of the MPA Reply bytes",
+                cm->in_got);
+    else
+        cm_fail(qp, rc, "reading MPA Reply: %s", strerror(-rc));
 }
 
 void swp_cm_io(struct siwarp_qp *qp, uint32_t events)
@@ -502,31 +515,19 @@ int siwarp_connect(struct siwarp_qp *qp, const struct sockaddr *addr, socklen_t 
     return rc;
 }
 
+static bool cm_settled(void *arg)
+{
+    return ((struct siwarp_qp *)arg)->state != SIWARP_QPS_CONNECTING;
+}
+
 int siwarp_connect_wait(struct siwarp_qp *qp, int timeout_ms)
 {
-    uint64_t deadline;
-    int rc = 0;
+    int rc;
 
     if (!qp)
         return -EINVAL;
-    deadline = swp_now_ns() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000ull;
     swp_lock(qp->ctx);
-    while (qp->state == SIWARP_QPS_CONNECTING) {
-        int left = -1;
-
-        if (timeout_ms >= 0) {
-            uint64_t now = swp_now_ns();
-            if (now >= deadline) {
-                rc = -ETIMEDOUT;
-                break;
-            }
-            left = (int)((deadline - now) / 1000000ull) + 1;
-        }
-        rc = swp_progress_locked(qp->ctx, left);
-        if (rc < 0)
-            break;
-        rc = 0;
-    }
+    rc = swp_progress_until(qp->ctx, timeout_ms, cm_settled, qp);
     if (rc == 0 && qp->state != SIWARP_QPS_RTS)
         rc = qp->error ? qp->error : (qp->state == SIWARP_QPS_IDLE ? -ENOTCONN : -ECONNABORTED);
     swp_unlock(qp->ctx);

@@ -149,38 +149,24 @@ static void req_io(struct swp_pollable *p, uint32_t events)
     struct siwarp_conn_req *r = swp_container_of(p, struct siwarp_conn_req, pl);
 
     (void)events;
-    for (;;) {
-        uint32_t want = SWP_MPA_RR_HDR_LEN;
-        ssize_t n;
-
-        if (r->in_got >= SWP_MPA_RR_HDR_LEN) {
-            int total = swp_mpa_parse_rr_hdr(r->in, r->in_got, false);
-            if (total == -EPROTO) {
-                req_drop(r, "not an MPA Request (wrong key)");
-                return;
-            }
-            if (total < 0) {
-                /* RFC 5044 7.1: private data over 512: reject the frame */
-                req_drop(r, "MPA Request private data length over 512");
-                return;
-            }
-            want = (uint32_t)total;
-            if (r->in_got == want) {
-                req_complete(r);
-                return;
-            }
-        }
-        n = recv(r->pl.fd, r->in + r->in_got, want - r->in_got, 0);
-        if (n > 0) {
-            r->in_got += (uint32_t)n;
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return;
-        req_drop(r, n == 0 ? "peer closed before a complete MPA Request"
-                           : "TCP error while reading the MPA Request");
+    switch (swp_cm_read_rr(r->pl.fd, r->in, &r->in_got, false)) {
+    case 0:
+        return;
+    case 1:
+        req_complete(r);
+        return;
+    case -EPROTO:
+        req_drop(r, "not an MPA Request (wrong key)");
+        return;
+    case -EMSGSIZE:
+        /* RFC 5044 7.1: private data over 512: reject the frame */
+        req_drop(r, "MPA Request private data length over 512");
+        return;
+    case -ECONNRESET:
+        req_drop(r, "peer closed before a complete MPA Request");
+        return;
+    default:
+        req_drop(r, "TCP error while reading the MPA Request");
         return;
     }
 }
@@ -359,32 +345,28 @@ int siwarp_get_conn_request(struct siwarp_listener *l, struct siwarp_conn_req **
     return *req ? 0 : -EAGAIN;
 }
 
+struct listener_wait {
+    struct siwarp_listener *l;
+    struct siwarp_conn_req *req;
+};
+
+static bool listener_has_request(void *arg)
+{
+    struct listener_wait *w = arg;
+    return (w->req = listener_pop(w->l)) != NULL;
+}
+
 int siwarp_get_conn_request_wait(struct siwarp_listener *l, int timeout_ms,
                                  struct siwarp_conn_req **req)
 {
-    uint64_t deadline;
-    int rc = 0;
+    struct listener_wait w = { l, NULL };
+    int rc;
 
     if (!l || !req)
         return -EINVAL;
-    deadline = swp_now_ns() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000ull;
     swp_lock(l->ctx);
-    while (!(*req = listener_pop(l))) {
-        int left = -1;
-
-        if (timeout_ms >= 0) {
-            uint64_t now = swp_now_ns();
-            if (now >= deadline) {
-                rc = -ETIMEDOUT;
-                break;
-            }
-            left = (int)((deadline - now) / 1000000ull) + 1;
-        }
-        rc = swp_progress_locked(l->ctx, left);
-        if (rc < 0)
-            break;
-        rc = 0;
-    }
+    rc = swp_progress_until(l->ctx, timeout_ms, listener_has_request, &w);
+    *req = w.req;
     swp_unlock(l->ctx);
     return rc;
 }

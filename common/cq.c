@@ -116,30 +116,19 @@ int siwarp_cq_fd(const struct siwarp_cq *cq)
     return cq ? cq->ctx->epfd : -EINVAL;
 }
 
+static bool swp_cq_nonempty(void *arg)
+{
+    return ((struct siwarp_cq *)arg)->count > 0;
+}
+
 int siwarp_cq_wait(struct siwarp_cq *cq, int timeout_ms)
 {
-    uint64_t deadline;
-    int rc = 0;
+    int rc;
 
     if (!cq)
         return -EINVAL;
-    deadline = swp_now_ns() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000ull;
     swp_lock(cq->ctx);
-    while (cq->count == 0) {
-        int left = -1;
-        if (timeout_ms >= 0) {
-            uint64_t now = swp_now_ns();
-            if (now >= deadline) {
-                rc = -ETIMEDOUT;
-                break;
-            }
-            left = (int)((deadline - now + 999999) / 1000000);
-        }
-        rc = swp_progress_locked(cq->ctx, left);
-        if (rc < 0)
-            break;
-        rc = 0;
-    }
+    rc = swp_progress_until(cq->ctx, timeout_ms, swp_cq_nonempty, cq);
     swp_unlock(cq->ctx);
     return rc;
 }

@@ -199,6 +199,26 @@ int swp_progress_locked(struct siwarp_ctx *ctx, int timeout_ms)
     return handled;
 }
 
+int swp_progress_until(struct siwarp_ctx *ctx, int timeout_ms, bool (*done)(void *arg), void *arg)
+{
+    uint64_t deadline = swp_now_ns() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000ull;
+
+    while (!done(arg)) {
+        int left = -1, rc;
+
+        if (timeout_ms >= 0) {
+            uint64_t now = swp_now_ns();
+            if (now >= deadline)
+                return -ETIMEDOUT;
+            left = (int)((deadline - now + 999999) / 1000000ull);
+        }
+        rc = swp_progress_locked(ctx, left);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
 int siwarp_progress(struct siwarp_ctx *ctx)
 {
     int rc;

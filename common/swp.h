@@ -88,6 +88,9 @@ void swp_timer_cancel(struct swp_timer *t);
 /* wake up pollers of the ctx fd (a completion was queued outside progress) */
 void swp_ctx_kick(struct siwarp_ctx *ctx);
 int  swp_progress_locked(struct siwarp_ctx *ctx, int timeout_ms);
+/* Progress (lock held) until done(arg) or timeout_ms (-1: no limit):
+ * 0, -ETIMEDOUT, or a progress error. */
+int  swp_progress_until(struct siwarp_ctx *ctx, int timeout_ms, bool (*done)(void *arg), void *arg);
 
 /* ---- memory: PD, MR, STag table (mem.c) ----------------------------------- */
 
@@ -372,6 +375,7 @@ int  swp_cm_connect(struct siwarp_qp *qp, const struct sockaddr *addr, socklen_t
                     const struct siwarp_conn_param *param);
 void swp_cm_fini(struct siwarp_qp *qp);
 void swp_cm_io(struct siwarp_qp *qp, uint32_t events);  /* events while connecting */
+int  swp_cm_read_rr(int fd, uint8_t *in, uint32_t *got, bool reply);
 
 /* ---- MPA (mpa.c) ------------------------------------------------------------ */
 
