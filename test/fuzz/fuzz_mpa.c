@@ -184,8 +184,12 @@ static void initiator(const struct siwarp_conn_param *ours, const uint8_t *in, s
         die("accepted a Reject", rep.flags);
     if (ini.p2p && !ours->p2p)
         die("P2P enabled without asking", 0);
-    if (ini.markers != !!ours->markers)
-        die("markers differ from what we asked", ini.markers);
+    /* RFC 5044 7.1: we receive markers exactly when we asked, and send
+     * them exactly when the Reply asked */
+    if (ini.markers_rx != !!ours->markers)
+        die("received markers differ from what we asked", ini.markers_rx);
+    if (ini.markers_tx != rep.markers)
+        die("sent markers differ from what the Reply asked", ini.markers_tx);
     if (ini.mpa_rev > ours->mpa_rev)
         die("revision above ours", ini.mpa_rev);
     if (ini.p2p && (!ini.rtr || (ini.rtr & (ini.rtr - 1)) || !(ini.rtr & offered)))
