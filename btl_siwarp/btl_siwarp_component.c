@@ -172,7 +172,10 @@ static int siwarp_component_register(void)
     reg_int("ird_ord", "Inbound / outbound RDMA Read depth negotiated per connection "
             "(1-1024)", &c->ird_ord, OPAL_INFO_LVL_5);
     c->connect_timeout = 10000;
-    reg_int("connect_timeout", "Milliseconds allowed for the MPA exchange (100-600000)",
+    reg_int("connect_timeout", "Milliseconds allowed for each connection step: the MPA "
+            "exchange, the TCP-fallback handshake, and the wait for the peer's own "
+            "connection after losing a simultaneous connect; a peer that misses it is "
+            "reported and failed (100-600000)",
             &c->connect_timeout, OPAL_INFO_LVL_5);
     c->progress_thread = 0;
     reg_bool("progress_thread", "Run a thread that progresses libsiwarp (serves incoming "

@@ -8,7 +8,9 @@
 #include "btl_siwarp_frag.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 
@@ -41,6 +43,7 @@ static void ep_construct(mca_btl_siwarp_endpoint_t *ep)
     ep->state = MCA_BTL_SIWARP_EP_CLOSED;
     ep->transport = MCA_BTL_SIWARP_TR_NONE;
     ep->await_incoming = ep->warned_fallback = ep->had_traffic = 0;
+    ep->deadline_ms = 0;
     ep->peer_rq = 0;
     ep->qp = NULL;
     ep->recv_frags = NULL;
@@ -495,7 +498,7 @@ static void iwarp_connect_failed(mca_btl_siwarp_endpoint_t *ep, struct siwarp_qp
         BTL_VERBOSE(("%s keeps its own connection; waiting for it",
                      OPAL_NAME_PRINT(ep->name)));
         qp_abandon(ep);
-        ep->await_incoming = 1;
+        mca_btl_siwarp_ep_await_incoming(ep);
         return;
     }
     qp_abandon(ep);
@@ -523,6 +526,17 @@ int mca_btl_siwarp_ep_progress_connect(mca_btl_siwarp_endpoint_t *ep)
 
     if (MCA_BTL_SIWARP_EP_CONNECTING != ep->state) {
         return 0;
+    }
+    if (ep->await_incoming && mca_btl_siwarp_now_ms() >= ep->deadline_ms) {
+        int waited = mca_btl_siwarp_component.connect_timeout;
+        BTL_ERROR(("siwarp: %s kept its own connection after a simultaneous connect, "
+                   "but it did not arrive within %d ms", OPAL_NAME_PRINT(ep->name), waited));
+        opal_show_help("help-mpi-btl-siwarp.txt", "connect timeout", true,
+                       opal_process_info.nodename, OPAL_NAME_PRINT(ep->name),
+                       mca_btl_siwarp_ep_peer_host(ep), waited);
+        mca_btl_siwarp_ep_fail(ep, "the peer's connection never arrived",
+                               MCA_BTL_SIWARP_FAIL_REPORTED);
+        return 1;
     }
     if (MCA_BTL_SIWARP_TR_TCP == ep->transport) {
         return mca_btl_siwarp_tcp_progress_connect(ep);
@@ -571,10 +585,40 @@ void mca_btl_siwarp_ep_connected(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_t
     mca_btl_siwarp_ep_progress_pending(ep);
 }
 
+uint64_t mca_btl_siwarp_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000u + (uint64_t) ts.tv_nsec / 1000000u;
+}
+
+void mca_btl_siwarp_ep_await_incoming(mca_btl_siwarp_endpoint_t *ep)
+{
+    ep->await_incoming = 1;
+    ep->deadline_ms = mca_btl_siwarp_now_ms() + (uint64_t) mca_btl_siwarp_component.connect_timeout;
+    mca_btl_siwarp_ep_activate(ep);     /* progress_connect watches the deadline */
+}
+
+/* Test hook, never set in production: SIWARP_BTL_TEST_REFUSE_INCOMING=1
+ * answers every incoming connection "duplicate, use mine" without ever
+ * connecting, so the peer waits in vain (run-mpi-tests.sh: connect timeout). */
+static int test_refuse_incoming(void)
+{
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("SIWARP_BTL_TEST_REFUSE_INCOMING");
+        v = e && '1' == e[0];
+    }
+    return v;
+}
+
 /* Lower process name keeps its outgoing connection.  Returns 1 when the
  * incoming connection should be accepted (abandoning ours, if any). */
 int mca_btl_siwarp_ep_accept_incoming(mca_btl_siwarp_endpoint_t *ep)
 {
+    if (test_refuse_incoming()) {
+        return 0;
+    }
     switch (ep->state) {
     case MCA_BTL_SIWARP_EP_CLOSED:
         return 1;

@@ -55,6 +55,8 @@ struct mca_btl_base_endpoint_t {
     mca_btl_siwarp_ep_state_t state;
     mca_btl_siwarp_transport_t transport;
     int await_incoming;                 /* lost a simultaneous connect */
+    uint64_t deadline_ms;               /* await_incoming / fallback handshake:
+                                           give up at this CLOCK_MONOTONIC ms */
     int warned_fallback;
     int had_traffic;
     int peer_rq;                        /* rq_depth from an incoming request */
@@ -117,6 +119,10 @@ int  mca_btl_siwarp_ep_handle_wc(mca_btl_siwarp_module_t *m, struct siwarp_wc *w
 void mca_btl_siwarp_ep_handle_conn_req(mca_btl_siwarp_module_t *m, struct siwarp_conn_req *req);
 /* Connect decision shared by both transports: 1 = accept the incoming one. */
 int  mca_btl_siwarp_ep_accept_incoming(mca_btl_siwarp_endpoint_t *ep);
+/* Lost a simultaneous connect: wait for the peer's connection, at most
+ * btl_siwarp_connect_timeout ms (then the peer is reported and failed). */
+void mca_btl_siwarp_ep_await_incoming(mca_btl_siwarp_endpoint_t *ep);
+uint64_t mca_btl_siwarp_now_ms(void);
 void mca_btl_siwarp_ep_show_fallback(mca_btl_siwarp_endpoint_t *ep, const char *why);
 const char *mca_btl_siwarp_ep_peer_host(const mca_btl_siwarp_endpoint_t *ep);
 void mca_btl_siwarp_modex_to_sockaddr(const mca_btl_siwarp_modex_addr_t *a, uint16_t port_be,

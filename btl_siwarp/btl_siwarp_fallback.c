@@ -147,6 +147,9 @@ int mca_btl_siwarp_tcp_connect(mca_btl_siwarp_endpoint_t *ep)
             ep->tcp_connected = 0;
             rx_reset(ep);
             ep->transport = MCA_BTL_SIWARP_TR_TCP;
+            /* TCP connect plus HELLO / HELLO_ACK, bounded like the MPA exchange */
+            ep->deadline_ms = mca_btl_siwarp_now_ms() +
+                              (uint64_t) mca_btl_siwarp_component.connect_timeout;
             mca_btl_siwarp_ep_activate(ep);
             return OPAL_SUCCESS;
         }
@@ -207,6 +210,13 @@ int mca_btl_siwarp_tcp_progress_connect(mca_btl_siwarp_endpoint_t *ep)
     if (ep->fd < 0) {
         return 0;       /* awaiting the peer's connection */
     }
+    if (mca_btl_siwarp_now_ms() >= ep->deadline_ms) {
+        char why[96];
+        snprintf(why, sizeof(why), "no TCP handshake within %d ms (btl_siwarp_connect_timeout)",
+                 mca_btl_siwarp_component.connect_timeout);
+        mca_btl_siwarp_ep_fail(ep, why, 1);
+        return 1;
+    }
     if (!ep->tcp_connected) {
         struct pollfd pfd = {.fd = ep->fd, .events = POLLOUT};
         int err = 0;
@@ -265,7 +275,7 @@ int mca_btl_siwarp_tcp_progress_connect(mca_btl_siwarp_endpoint_t *ep)
         close(ep->fd);
         ep->fd = -1;
         ep->tcp_connected = 0;
-        ep->await_incoming = 1;
+        mca_btl_siwarp_ep_await_incoming(ep);
         return 1;
     }
     if (MCA_BTL_SIWARP_CONN_OK != pd.reason) {

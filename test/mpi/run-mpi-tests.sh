@@ -49,7 +49,7 @@ export OMPI_MCA_plm_rsh_agent=${OMPI_MCA_plm_rsh_agent:-false}
 export OMPI_MCA_rmaps_base_oversubscribe=1
 
 PROGS="mpi_pingpong mpi_anysrc mpi_datatype mpi_flood mpi_coll mpi_onesided mpi_remap mpi-bench
-       mpi_hostile"
+       mpi_hostile mpi_oneway"
 # the TAP plan is printed at the end (tests are added and skipped by
 # environment: netns, big messages)
 
@@ -225,6 +225,25 @@ run "interface selection: btl_siwarp_if_include=lo" 2 \
 run "small receive queue (rq_depth=2, credit_threshold=1) under flood" 4 \
     --mca btl_siwarp_rq_depth 2 --mca btl_siwarp_credit_threshold 1 "$OUT/mpi_flood" 3000
 run "mpi-bench smoke (0 B..1 MiB)" 2 "$OUT/mpi-bench" -m 1048576 -i 20
+
+# The loser of a simultaneous connect waits for the winner's connection at
+# most btl_siwarp_connect_timeout.  SIWARP_BTL_TEST_REFUSE_INCOMING (a test
+# hook) makes rank 0 answer "duplicate, use mine" and never connect.
+for mpa in 1 0; do
+    log="$OUT/connect_timeout_mpa$mpa.log"
+    t0=$(date +%s)
+    timeout 60 $MPIRUN --mca btl_siwarp_mpa $mpa --mca btl_siwarp_connect_timeout 1500 \
+        -np 1 -x SIWARP_BTL_TEST_REFUSE_INCOMING=1 "$OUT/mpi_oneway" : \
+        -np 1 "$OUT/mpi_oneway" > "$log" 2>&1
+    rc=$?
+    dt=$(( $(date +%s) - t0 ))
+    if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $dt -lt 30 ] &&
+       grep -q "\[\[.*,0\] kept its own connection .* did not arrive within 1500 ms" "$log"; then
+        ok "lost simultaneous connect, winner never connects (mpa=$mpa): peer reported after btl_siwarp_connect_timeout (${dt}s)"
+    else
+        not_ok "lost simultaneous connect wait is bounded (mpa=$mpa, exit $rc, ${dt}s)"; diag "$log"
+    fi
+done
 fi  # section params
 
 echo "1..$n"
