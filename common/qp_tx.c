@@ -267,21 +267,35 @@ static bool tx_read_req(struct siwarp_qp *qp, uint32_t sink_stag, uint64_t sink_
 
 /* Stock siw 6.1 as responder may leave our RTR unread in its socket until
  * more bytes arrive (see shared/siw-vm/README).  While the Read RTR is
- * unanswered, another zero-length Read is such bytes, and harmless: each
- * gets its zero-length response.  Only toward non-siwarp peers, and only
- * within the ORD the peer granted. */
+ * unanswered, a zero-length RDMA Write is such bytes: it names no buffer,
+ * places nothing and needs no ORD slot (RFC 5040 5.3 / 6.4: no STag is
+ * validated for zero-length Writes).  Re-armed until the answer comes. */
 static void tx_rtr_retry(struct swp_timer *t)
 {
     struct siwarp_qp *qp = swp_container_of(t, struct siwarp_qp, rtr_timer);
 
     if (!qp->rtr_wait_resp || qp->state != SIWARP_QPS_RTS)
         return;
-    if (qp->rtr_retries++ < SWP_RTR_RETRIES && swp_ring_count(&qp->orqr) < qp->nego.ord) {
-        SWP_DBG("qp %p: Read RTR unanswered after %d ms, sending another", (void *)qp,
+    if (qp->rtr_retries++ < SWP_RTR_RETRIES) {
+        SWP_DBG("qp %p: Read RTR unanswered after %d ms, nudging", (void *)qp,
                 qp->rtr_retries * SWP_RTR_RETRY_MS);
-        qp->rtr_pending_tx = true;
+        qp->rtr_nudge = true;
+        swp_timer_arm(qp->ctx, &qp->rtr_timer, SWP_RTR_RETRY_MS, tx_rtr_retry);
         swp_tx_progress(qp);
     }
+}
+
+/* A zero-length tagged RDMA Write (STag 0): the Write RTR and the nudge. */
+static bool tx_zero_write(struct siwarp_qp *qp)
+{
+    uint8_t *h;
+
+    if (!tx_room(qp, 0, 0))
+        return false;
+    h = tx_fpdu_hdr(&qp->tx);
+    swp_ddp_build_tagged(h + SWP_MPA_HDR_LEN, SWP_OP_WRITE, true, 0, 0);
+    tx_fpdu(qp, h, SWP_HDR_TAGGED, NULL, 0, 0);
+    return true;
 }
 
 /* P2P ready-to-receive (RFC 6581 6): a zero-length Write, Read or Send. */
@@ -300,17 +314,15 @@ static bool tx_rtr(struct siwarp_qp *qp)
             swp_timer_arm(qp->ctx, &qp->rtr_timer, SWP_RTR_RETRY_MS, tx_rtr_retry);
         return true;
     }
+    if (qp->nego.rtr == SIWARP_RTR_WRITE)
+        return tx_zero_write(qp);
+    /* the zero-length Send RTR */
     if (!tx_room(qp, 0, 0))
         return false;
     h = tx_fpdu_hdr(&qp->tx);
-    if (qp->nego.rtr == SIWARP_RTR_WRITE) {
-        swp_ddp_build_tagged(h + SWP_MPA_HDR_LEN, SWP_OP_WRITE, true, 0, 0);
-        tx_fpdu(qp, h, SWP_HDR_TAGGED, NULL, 0, 0);
-    } else {
-        swp_ddp_build_untagged(h + SWP_MPA_HDR_LEN, SWP_OP_SEND, true, SWP_QN_SEND,
-                               qp->tx_msn[SWP_QN_SEND]++, 0, 0);
-        tx_fpdu(qp, h, SWP_HDR_UNTAGGED, NULL, 0, 0);
-    }
+    swp_ddp_build_untagged(h + SWP_MPA_HDR_LEN, SWP_OP_SEND, true, SWP_QN_SEND,
+                           qp->tx_msn[SWP_QN_SEND]++, 0, 0);
+    tx_fpdu(qp, h, SWP_HDR_UNTAGGED, NULL, 0, 0);
     return true;
 }
 
@@ -357,6 +369,11 @@ static void tx_fill(struct siwarp_qp *qp)
         if (!tx_rtr(qp))
             return;
         qp->rtr_pending_tx = false;
+    }
+    if (qp->rtr_nudge) {
+        if (!tx_zero_write(qp))
+            return;
+        qp->rtr_nudge = false;
     }
     for (;;) {
         /* Read Responses first, at message boundaries of the SQ */

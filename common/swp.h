@@ -326,6 +326,7 @@ struct siwarp_qp {
     bool rtr_wait_resp;         /* P2P initiator: hold sends until the Read
                                    RTR's response shows the peer reads */
     int rtr_retries;
+    bool rtr_nudge;             /* send a zero-length Write (tx_rtr_retry) */
     struct swp_timer rtr_timer;
     bool term_pending;          /* a Terminate waits to be queued in tx */
     uint8_t term_msg[SWP_TERM_MAX_LEN];
