@@ -43,3 +43,6 @@ test_unit_test_rx_errors_SOURCES = test/unit/test_rx_errors.c
 check_PROGRAMS += test/unit/test_mpa
 TESTS += test/unit/test_mpa
 test_unit_test_mpa_SOURCES = test/unit/test_mpa.c
+check_PROGRAMS += test/unit/test_wire
+TESTS += test/unit/test_wire
+test_unit_test_wire_SOURCES = test/unit/test_wire.c

@@ -1,0 +1,133 @@
+/*
+ * test_wire.c - DDP/RDMAP headers against fixed byte vectors laid out by
+ * hand from RFC 5041 5.1-5.3 and RFC 5040 4.2-4.8, parsed back; the opcode
+ * table; Terminate text.
+ */
+#include <string.h>
+
+#include "harness.h"
+#include "swp.h"
+
+/* RFC 5041 5.2 + RFC 5040 4.2: T=1 L=1 DV=1 | RV=1 opcode 0 (Write),
+ * STag 0x11223344, TO 0x0102030405060708 */
+static const uint8_t write_hdr[14] = {
+    0xc1, 0x40, 0x11, 0x22, 0x33, 0x44,
+    0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08,
+};
+
+/* RFC 5041 5.3 + RFC 5040 4.4: T=0 L=0 DV=1 | RV=1 Send with SE and
+ * Invalidate (6), Invalidate STag 0xaabbccdd, QN 0, MSN 7, MO 0x10000 */
+static const uint8_t send_se_inv_hdr[18] = {
+    0x01, 0x46, 0xaa, 0xbb, 0xcc, 0xdd,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x07, 0x00, 0x01, 0x00, 0x00,
+};
+
+/* RFC 5040 4.4: Read Request on QN 1, MSN 1; sink STag 0x100, sink TO
+ * 0x2000, size 0x3000, source STag 0x400, source TO 0x5000 */
+static const uint8_t read_req_hdr[46] = {
+    0x41, 0x41, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x01, 0x00,  0, 0, 0, 0, 0x00, 0x00, 0x20, 0x00,
+    0x00, 0x00, 0x30, 0x00,  0x00, 0x00, 0x04, 0x00,  0, 0, 0, 0, 0x00, 0x00, 0x50, 0x00,
+};
+
+TEST(tagged_header_bytes)
+{
+    uint8_t h[SWP_HDR_MAX];
+    ASSERT_EQ(swp_ddp_build_tagged(h, SWP_OP_WRITE, true, 0x11223344, 0x0102030405060708ull), 14);
+    ASSERT_MEM_EQ(h, write_hdr, sizeof(write_hdr));
+    const struct swp_ddp_tagged_hdr *t = (const void *)write_hdr;
+    ASSERT(swp_ctrl_tagged(&t->ctrl) && swp_ctrl_last(&t->ctrl));
+    ASSERT_EQ(swp_ctrl_dv(&t->ctrl), 1);
+    ASSERT_EQ(swp_ctrl_rv(&t->ctrl), 1);
+    ASSERT_EQ(swp_ctrl_opcode(&t->ctrl), SWP_OP_WRITE);
+    ASSERT_EQ(swp_get32(t->stag), 0x11223344);
+    ASSERT_EQ(swp_get64(t->to), 0x0102030405060708ull);
+    ASSERT_EQ(swp_ddp_check_ctrl(&t->ctrl), 0);
+}
+
+TEST(untagged_header_bytes)
+{
+    uint8_t h[SWP_HDR_MAX];
+    ASSERT_EQ(swp_ddp_build_untagged(h, SWP_OP_SEND_SE_INV, false, 0, 7, 0x10000, 0xaabbccdd), 18);
+    ASSERT_MEM_EQ(h, send_se_inv_hdr, sizeof(send_se_inv_hdr));
+    const struct swp_ddp_untagged_hdr *u = (const void *)send_se_inv_hdr;
+    ASSERT(!swp_ctrl_tagged(&u->ctrl) && !swp_ctrl_last(&u->ctrl));
+    ASSERT_EQ(swp_get32(u->inv_stag), 0xaabbccdd);
+    ASSERT_EQ(swp_get32(u->msn), 7);
+    ASSERT_EQ(swp_get32(u->mo), 0x10000);
+    ASSERT_EQ(swp_ddp_check_ctrl(&u->ctrl), 0);
+}
+
+TEST(read_request_bytes)
+{
+    uint8_t h[SWP_HDR_MAX];
+    swp_ddp_build_untagged(h, SWP_OP_READ_REQ, true, SWP_QN_READ_REQ, 1, 0, 0);
+    struct swp_rdmap_read_req *rr = (void *)(h + SWP_HDR_UNTAGGED);
+    swp_put32(rr->sink_stag, 0x100);
+    swp_put64(rr->sink_to, 0x2000);
+    swp_put32(rr->size, 0x3000);
+    swp_put32(rr->src_stag, 0x400);
+    swp_put64(rr->src_to, 0x5000);
+    ASSERT_MEM_EQ(h, read_req_hdr, sizeof(read_req_hdr));
+    ASSERT_EQ(swp_opinfo[SWP_OP_READ_REQ].hdr_len, 46);
+}
+
+/* RFC 5040 5.1 / 4.3: each opcode's DDP model, queue and header length */
+TEST(opcode_table)
+{
+    static const struct { unsigned op; bool tagged; uint8_t qn; uint32_t len; } t[] = {
+        { SWP_OP_WRITE, true, 0, 14 },      { SWP_OP_READ_REQ, false, 1, 46 },
+        { SWP_OP_READ_RESP, true, 0, 14 },  { SWP_OP_SEND, false, 0, 18 },
+        { SWP_OP_SEND_INV, false, 0, 18 },  { SWP_OP_SEND_SE, false, 0, 18 },
+        { SWP_OP_SEND_SE_INV, false, 0, 18 }, { SWP_OP_TERMINATE, false, 2, 22 },
+    };
+    for (unsigned i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        ASSERT_EQ(swp_opinfo[t[i].op].tagged, t[i].tagged);
+        ASSERT_EQ(swp_opinfo[t[i].op].hdr_len, t[i].len);
+        if (!t[i].tagged)
+            ASSERT_EQ(swp_opinfo[t[i].op].qn, t[i].qn);
+    }
+}
+
+/* RFC 5040 4.8: Terminate control, then the DDP segment length and the
+ * offending header (M, D, R bits) */
+TEST(terminate_bytes_and_roundtrip)
+{
+    uint8_t h[SWP_TERM_MAX_LEN], bad[2 + 46];
+    uint32_t term = SWP_TERM(SWP_TERM_LAYER_RDMAP, SWP_RDMAP_ET_REMOTE_PROT, SWP_RDMAP_EC_ACCESS);
+    uint32_t got = 0;
+
+    swp_put16(bad, 46);
+    memcpy(bad + 2, read_req_hdr, 46);
+    uint32_t len = swp_rdmap_build_term(h, 1, term, bad, sizeof(bad));
+    ASSERT_EQ(len, 22 + 48);
+    static const uint8_t want[22] = {
+        0x41, 0x47, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0,
+        0x01, 0x02, 0xe0, 0x00,          /* layer 0 / etype 1, code 2, M D R */
+    };
+    ASSERT_MEM_EQ(h, want, sizeof(want));
+    ASSERT_MEM_EQ(h + 22, bad, sizeof(bad));
+    ASSERT_OK(swp_rdmap_parse_term(h, len, &got));
+    ASSERT_EQ(got, term);
+    ASSERT(strstr(siwarp_term_str(got), "access rights") != NULL);
+    /* an LLP error copies no header */
+    len = swp_rdmap_build_term(h, 2, SWP_TERM(SWP_TERM_LAYER_LLP, 0, SWP_LLP_EC_CRC), bad, sizeof(bad));
+    ASSERT_EQ(len, 22);
+    ASSERT_EQ(h[20], 0);
+    ASSERT_EQ(SWP_TERM(SWP_TERM_LAYER_LLP, 0, SWP_LLP_EC_CRC), SIWARP_TERM_CRC);
+    ASSERT(strstr(siwarp_term_str(SIWARP_TERM_CRC), "CRC") != NULL);
+    ASSERT_EQ(swp_rdmap_parse_term(h, 21, &got), -EPROTO);
+}
+
+/* RFC 5044 4.2: ULPDU_Length + ULPDU + PAD is a multiple of 4 */
+TEST(mpa_pad)
+{
+    for (uint32_t l = 0; l < 64; l++)
+        ASSERT_EQ((2 + l + swp_mpa_pad(l)) % 4, 0);
+    ASSERT_EQ(swp_mpa_pad(14), 0);
+    ASSERT_EQ(swp_mpa_pad(15), 3);
+    ASSERT_EQ(swp_fpdu_wire_len(18, false), 24);
+}
+
+SWP_TEST_MAIN()
