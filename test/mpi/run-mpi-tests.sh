@@ -49,7 +49,7 @@ export OMPI_MCA_plm_rsh_agent=${OMPI_MCA_plm_rsh_agent:-false}
 export OMPI_MCA_rmaps_base_oversubscribe=1
 
 PROGS="mpi_pingpong mpi_anysrc mpi_datatype mpi_flood mpi_coll mpi_onesided mpi_remap mpi-bench
-       mpi_hostile mpi_oneway"
+       mpi_hostile mpi_oneway mpi_big"
 # the TAP plan is printed at the end (tests are added and skipped by
 # environment: netns, big messages)
 
@@ -165,6 +165,44 @@ else
     not_ok "btl_siwarp_fallback=error (exit $rc)"; diag "$log"
 fi
 fi  # section fallback
+
+# ---- very large messages (issue 3: ob1's RDMA path up to at least 1 GiB) ------------
+# 256 MiB through RGET (ob1's default here: one RDMA Read of the whole
+# message) and through the put pipeline (mpi_leave_pinned=0: 4 MiB RDMA
+# Writes), then 1 GiB once; data verified both ways, and each rank's peak
+# RSS must stay near its one buffer (registrations copy and pin nothing).
+big() {
+    name=$1; mib=$2; shift 2
+    log="$OUT/big_$(echo "$name" | tr -c 'A-Za-z0-9' _).log"
+    timeout "$T" $MPIRUN -np 2 "$@" > "$log" 2>&1
+    rc=$?
+    rss=$(sed -n 's/^big: rank [01] maxrss \([0-9]*\) MiB$/\1/p' "$log" | sort -n | tail -n 1)
+    limit=$((mib * 5 / 4 + 256))
+    if [ $rc -eq 0 ] && grep -q "^big: ok" "$log" && [ -n "$rss" ] && [ "$rss" -le $limit ]; then
+        ok "$name (peak RSS ${rss} MiB <= $limit MiB)"
+    else
+        not_ok "$name (exit $rc, peak RSS ${rss:-?} MiB, limit $limit MiB)"; diag "$log"
+    fi
+}
+if section big; then
+    avail=$(awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo 2>/dev/null)
+    if [ "${avail:-0}" -lt 1536 ]; then
+        skip "256 MiB messages" "only ${avail:-?} MiB of memory available"
+    else
+        big "256 MiB ping-pong, RGET (one RDMA Read), verified" 256 "$OUT/mpi_big" 256m
+        big "256 MiB ping-pong, put pipeline (mpi_leave_pinned=0), verified" 256 \
+            --mca mpi_leave_pinned 0 "$OUT/mpi_big" 256m
+        big "256 MiB ping-pong over the TCP fallback (emulated get), verified" 256 \
+            --mca btl_siwarp_mpa 0 "$OUT/mpi_big" 256m
+    fi
+    if [ "${MPI_TEST_QUICK:-0}" = 1 ]; then
+        skip "1 GiB message" "MPI_TEST_QUICK=1"
+    elif [ "${avail:-0}" -lt 4096 ]; then
+        skip "1 GiB message" "only ${avail:-?} MiB of memory available (needs 4096)"
+    else
+        big "1 GiB ping-pong (2 ranks, once), verified" 1024 "$OUT/mpi_big" 1g
+    fi
+fi
 
 # ---- hostile fallback peer ---------------------------------------------------------------
 # SIWARP_BTL_TEST_HOSTILE (a test hook in btl_siwarp_fallback.c) makes one
