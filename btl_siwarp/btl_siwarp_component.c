@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <libgen.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <fcntl.h>
@@ -325,13 +326,67 @@ static int siwarp_component_close(void)
 
 /* ---- interfaces and listeners ------------------------------------------------- */
 
-static int if_selected(int idx, char **include, char **exclude)
+/* Does one interface address match an entry of btl_siwarp_if_include /
+ * _exclude: an interface name, or a CIDR network (IPv4 or IPv6) compared
+ * with this very address.  (opal_ifmatches compares a CIDR with the first
+ * address of the device only, which misses IPv4 networks on a device whose
+ * IPv6 address is listed first, and wants a kernel index.) */
+static int if_entry_matches(const char *entry, const char *name,
+                            const struct sockaddr_storage *ss)
+{
+    const char *slash = strchr(entry, '/');
+    uint8_t net[16];
+    const uint8_t *addr;
+    char buf[64];
+    int family, bits, max;
+
+    if (NULL == slash) {
+        return 0 == strcmp(entry, name);
+    }
+    if ((size_t) (slash - entry) >= sizeof(buf)) {
+        return 0;
+    }
+    memcpy(buf, entry, (size_t) (slash - entry));
+    buf[slash - entry] = '\0';
+    family = strchr(buf, ':') ? AF_INET6 : AF_INET;
+    if (family != ss->ss_family || 1 != inet_pton(family, buf, net)) {
+        return 0;
+    }
+    max = AF_INET == family ? 32 : 128;
+    bits = atoi(slash + 1);
+    if (bits < 0 || bits > max) {
+        return 0;
+    }
+    addr = AF_INET == family
+        ? (const uint8_t *) &((const struct sockaddr_in *) ss)->sin_addr
+        : (const uint8_t *) &((const struct sockaddr_in6 *) ss)->sin6_addr;
+    for (int i = 0; bits > 0; i++, bits -= 8) {
+        uint8_t mask = bits >= 8 ? 0xff : (uint8_t) (0xff << (8 - bits));
+        if ((addr[i] ^ net[i]) & mask) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int if_list_matches(char **list, const char *name, const struct sockaddr_storage *ss)
+{
+    for (int i = 0; list && list[i]; i++) {
+        if (if_entry_matches(list[i], name, ss)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int if_selected(const char *name, const struct sockaddr_storage *ss, char **include,
+                       char **exclude)
 {
     if (include) {
-        return OPAL_SUCCESS == opal_ifmatches(idx, include);
+        return if_list_matches(include, name, ss);
     }
     if (exclude) {
-        return OPAL_SUCCESS != opal_ifmatches(idx, exclude);
+        return !if_list_matches(exclude, name, ss);
     }
     return 1;
 }
@@ -435,10 +490,10 @@ static int setup_interfaces(mca_btl_siwarp_module_t *m)
             IN6_IS_ADDR_LINKLOCAL(&((struct sockaddr_in6 *) &ss)->sin6_addr)) {
             continue;       /* would need a scope id per peer */
         }
-        if (!if_selected(idx, include, exclude)) {
+        opal_ifindextoname(idx, name, sizeof(name));
+        if (!if_selected(name, &ss, include, exclude)) {
             continue;
         }
-        opal_ifindextoname(idx, name, sizeof(name));
         memset(L, 0, sizeof(*L));
         memset(x, 0, sizeof(*x));
         L->addr = ss;
