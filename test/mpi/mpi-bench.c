@@ -9,9 +9,12 @@
  *   # test size value unit
  *   lat 8 12.34 us
  *   bw 1048576 950.1 MB/s
+ *   bwcpu 1048576 0.41 s/GB     user+system CPU of both ranks (getrusage,
+ *                               every thread) per 1e9 bytes, during bw
  */
 #include "mpi_common.h"
 #include <getopt.h>
+#include <sys/resource.h>
 
 #define WINDOW 64
 
@@ -102,9 +105,24 @@ static double window(uint8_t *s, uint8_t *r, size_t len, int iters, int bidir, d
     return MPI_Wtime() - t0;
 }
 
-static double bw(uint8_t *s, uint8_t *r, size_t len, int iters, int bidir)
+static double cpu_seconds(void)
 {
-    double msgs, t = window(s, r, len, iters, bidir, &msgs);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double) ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 +
+           (double) ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
+}
+
+/* MB/s; *cpu_per_gb (rank 0 only): CPU seconds of both ranks per 1e9 bytes */
+static double bw(uint8_t *s, uint8_t *r, size_t len, int iters, int bidir, double *cpu_per_gb)
+{
+    double msgs, c0 = cpu_seconds(), t = window(s, r, len, iters, bidir, &msgs);
+    double mine = cpu_seconds() - c0, both = 0;
+
+    MPI_Reduce(&mine, &both, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (cpu_per_gb) {
+        *cpu_per_gb = len ? both / ((double) len * msgs / 1e9) : 0;
+    }
     return (double) len * msgs / t / 1e6;
 }
 
@@ -160,11 +178,12 @@ int main(int argc, char **argv)
             if (0 == rank) printf("lat %zu %.2f us\n", len, v);
         }
         if (all || !strcmp(test, "bw")) {
-            double v = bw(s, r, len, it / 10 > 2 ? it / 10 : 2, 0);
+            double cpu = 0, v = bw(s, r, len, it / 10 > 2 ? it / 10 : 2, 0, &cpu);
             if (0 == rank) printf("bw %zu %.1f MB/s\n", len, v);
+            if (0 == rank && len) printf("bwcpu %zu %.3f s/GB\n", len, cpu);
         }
         if (all || !strcmp(test, "bibw")) {
-            double v = bw(s, r, len, it / 10 > 2 ? it / 10 : 2, 1);
+            double v = bw(s, r, len, it / 10 > 2 ? it / 10 : 2, 1, NULL);
             if (0 == rank) printf("bibw %zu %.1f MB/s\n", len, v);
         }
         if ((all || !strcmp(test, "rate")) && len <= 65536) {
