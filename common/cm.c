@@ -509,6 +509,7 @@ int siwarp_connect(struct siwarp_qp *qp, const struct sockaddr *addr, socklen_t 
 
     if (!qp || !addr)
         return -EINVAL;
+    if (qp->ctx->hw) return swp_hw_connect(qp, addr, len, param);
     swp_lock(qp->ctx);
     rc = swp_cm_connect(qp, addr, len, param);
     swp_unlock(qp->ctx);
@@ -526,6 +527,7 @@ int siwarp_connect_wait(struct siwarp_qp *qp, int timeout_ms)
 
     if (!qp)
         return -EINVAL;
+    if (qp->ctx->hw) return swp_hw_connect_wait(qp, timeout_ms);
     swp_lock(qp->ctx);
     rc = swp_progress_until(qp->ctx, timeout_ms, cm_settled, qp);
     if (rc == 0 && qp->state != SIWARP_QPS_RTS)

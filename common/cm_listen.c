@@ -228,6 +228,7 @@ int siwarp_listen(struct siwarp_ctx *ctx, const struct sockaddr *addr, socklen_t
 
     if (!ctx || !addr || !out)
         return -EINVAL;
+    if (ctx->hw) return swp_hw_listen(ctx, addr, len, param, out);
     if ((addr->sa_family != AF_INET && addr->sa_family != AF_INET6) ||
         (addr->sa_family == AF_INET && len < sizeof(struct sockaddr_in)) ||
         (addr->sa_family == AF_INET6 && len < sizeof(struct sockaddr_in6)))
@@ -282,6 +283,7 @@ int siwarp_listener_destroy(struct siwarp_listener *l)
 
     if (!l)
         return -EINVAL;
+    if (swp_hw_owns(l)) return swp_hw_listener_destroy(l);
     ctx = l->ctx;
     swp_lock(ctx);
     while (!swp_list_empty(&l->pending)) {
@@ -307,6 +309,7 @@ int siwarp_listener_addr(const struct siwarp_listener *l, struct sockaddr_storag
 
     if (!l || !ss)
         return -EINVAL;
+    if (swp_hw_owns(l)) return swp_hw_listener_addr(l, ss);
     memset(ss, 0, sizeof(*ss));
     if (getsockname(l->pl.fd, (struct sockaddr *)ss, &sl) < 0)
         return -errno;
@@ -332,6 +335,7 @@ int siwarp_get_conn_request(struct siwarp_listener *l, struct siwarp_conn_req **
 
     if (!l || !req)
         return -EINVAL;
+    if (swp_hw_owns(l)) return swp_hw_get_conn_request(l, req);
     swp_lock(l->ctx);
     if (swp_list_empty(&l->ready)) {
         rc = swp_progress_locked(l->ctx, 0);
@@ -364,6 +368,7 @@ int siwarp_get_conn_request_wait(struct siwarp_listener *l, int timeout_ms,
 
     if (!l || !req)
         return -EINVAL;
+    if (swp_hw_owns(l)) return swp_hw_get_conn_request_wait(l, timeout_ms, req);
     swp_lock(l->ctx);
     rc = swp_progress_until(l->ctx, timeout_ms, listener_has_request, &w);
     *req = w.req;
@@ -376,6 +381,7 @@ int siwarp_conn_req_param(const struct siwarp_conn_req *r, struct siwarp_conn_pa
 {
     if (!r)
         return -EINVAL;
+    if (swp_hw_owns(r)) return swp_hw_conn_req_param(r, p, peer);
     if (p) {
         memset(p, 0, sizeof(*p));
         p->mpa_rev = r->info.rev;
@@ -407,6 +413,7 @@ int siwarp_accept(struct siwarp_conn_req *r, struct siwarp_qp *qp,
     const char *why;
     int rc, n = 0, fd;
 
+    if (qp && (qp->ctx->hw || swp_hw_owns(r))) return swp_hw_accept(r, qp, param);
     if (!r || !qp || qp->ctx != r->ctx || r->state != SWP_REQ_TAKEN)
         return -EINVAL;
     if (param && param->private_data_len > SWP_MPA_MAX_PD)
@@ -454,6 +461,7 @@ int siwarp_reject(struct siwarp_conn_req *r, const void *pd, uint16_t pd_len)
 {
     struct siwarp_ctx *ctx;
 
+    if (swp_hw_owns(r)) return swp_hw_reject(r, pd, pd_len);
     if (!r || r->state != SWP_REQ_TAKEN || (pd_len && !pd))
         return -EINVAL;
     if (pd_len > SWP_MPA_MAX_PD - (r->info.enhanced ? SWP_MPA_V2_BLOCK_LEN : 0))

@@ -14,6 +14,7 @@ int siwarp_create_cq(struct siwarp_ctx *ctx, int cqe, struct siwarp_cq **out)
 
     if (!ctx || !out || cqe <= 0 || cqe > (1 << 22))
         return -EINVAL;
+    if (ctx->hw) return swp_hw_create_cq(ctx, cqe, out);
     cq = calloc(1, sizeof(*cq));
     if (!cq)
         return -ENOMEM;
@@ -32,6 +33,7 @@ int siwarp_destroy_cq(struct siwarp_cq *cq)
 {
     if (!cq)
         return -EINVAL;
+    if (cq->ctx->hw) return swp_hw_destroy_cq(cq);
     if (cq->refs)
         return -EBUSY;
     free(cq->ring);
@@ -97,6 +99,7 @@ int siwarp_poll_cq(struct siwarp_cq *cq, int n, struct siwarp_wc *wc)
 
     if (!cq || n < 0 || (n && !wc))
         return -EINVAL;
+    if (cq->ctx->hw) return swp_hw_poll_cq(cq, n, wc);
     swp_lock(cq->ctx);
     got = swp_cq_drain(cq, n, wc);
     if (got < n) {
@@ -113,6 +116,7 @@ int siwarp_poll_cq(struct siwarp_cq *cq, int n, struct siwarp_wc *wc)
 
 int siwarp_cq_fd(const struct siwarp_cq *cq)
 {
+    if (cq && cq->ctx->hw) return swp_hw_cq_fd(cq);
     return cq ? cq->ctx->epfd : -EINVAL;
 }
 
@@ -127,6 +131,7 @@ int siwarp_cq_wait(struct siwarp_cq *cq, int timeout_ms)
 
     if (!cq)
         return -EINVAL;
+    if (cq->ctx->hw) return swp_hw_cq_wait(cq, timeout_ms);
     swp_lock(cq->ctx);
     rc = swp_progress_until(cq->ctx, timeout_ms, swp_cq_nonempty, cq);
     swp_unlock(cq->ctx);

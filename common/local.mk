@@ -20,6 +20,13 @@ common_libswpcore_la_SOURCES = \
 	common/iwarp_wire.h \
 	common/swp.h
 common_libswpcore_la_LIBADD = -lpthread
+common_libswpcore_la_SOURCES += common/backend.c common/hw.h
+if HAVE_VERBS
+common_libswpcore_la_SOURCES += common/hw_verbs.c common/hw_cm.c common/hw_int.h
+common_libswpcore_la_LIBADD += -lrdmacm -libverbs
+else
+common_libswpcore_la_SOURCES += common/hw_stub.c
+endif
 
 lib_LTLIBRARIES += libsiwarp.la
 libsiwarp_la_SOURCES =
@@ -32,3 +39,8 @@ nobase_include_HEADERS += include/siwarp/siwarp.h
 noinst_PROGRAMS += contrib/crc32c-bench
 contrib_crc32c_bench_SOURCES = contrib/crc32c-bench.c
 contrib_crc32c_bench_LDADD = common/libswpcore.la -lpthread
+
+# which backend a context gets (SIWARP_DEVICE, siwarp_ctx_create_dev)
+check_PROGRAMS += test/unit/test_backend
+TESTS += test/unit/test_backend
+test_unit_test_backend_SOURCES = test/unit/test_backend.c

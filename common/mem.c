@@ -24,6 +24,7 @@ int siwarp_alloc_pd(struct siwarp_ctx *ctx, struct siwarp_pd **out)
 
     if (!ctx || !out)
         return -EINVAL;
+    if (ctx->hw) return swp_hw_alloc_pd(ctx, out);
     pd = calloc(1, sizeof(*pd));
     if (!pd)
         return -ENOMEM;
@@ -39,6 +40,7 @@ int siwarp_dealloc_pd(struct siwarp_pd *pd)
 {
     if (!pd)
         return -EINVAL;
+    if (pd->ctx->hw) return swp_hw_dealloc_pd(pd);
     if (pd->refs)
         return -EBUSY;
     free(pd);
@@ -86,6 +88,7 @@ int siwarp_reg_mr(struct siwarp_pd *pd, void *addr, size_t length, int access,
 
     if (!pd || !out || (!addr && length))
         return -EINVAL;
+    if (pd->ctx->hw) return swp_hw_reg_mr(pd, addr, length, access, out);
     if (access & ~(SIWARP_ACCESS_LOCAL_WRITE | SIWARP_ACCESS_REMOTE_WRITE |
                    SIWARP_ACCESS_REMOTE_READ))
         return -EINVAL;
@@ -131,6 +134,7 @@ int siwarp_dereg_mr(struct siwarp_mr *mr)
 
     if (!mr)
         return -EINVAL;
+    if (mr->pd->ctx->hw) return swp_hw_dereg_mr(mr);
     ctx = mr->pd->ctx;
     idx = SWP_STAG_INDEX(mr->stag);
     swp_lock(ctx);
@@ -166,6 +170,7 @@ int siwarp_invalidate_stag(struct siwarp_pd *pd, uint32_t stag)
 
     if (!pd)
         return -EINVAL;
+    if (pd->ctx->hw) return swp_hw_invalidate_stag(pd, stag);
     swp_lock(pd->ctx);
     mr = swp_stag_lookup(pd->ctx, stag);
     if (!mr || mr->pd != pd)

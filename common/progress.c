@@ -225,6 +225,7 @@ int siwarp_progress(struct siwarp_ctx *ctx)
 
     if (!ctx)
         return -EINVAL;
+    if (ctx->hw) return swp_hw_progress(ctx, 0);
     swp_lock(ctx);
     rc = swp_progress_locked(ctx, 0);
     swp_unlock(ctx);
@@ -237,6 +238,7 @@ int siwarp_wait(struct siwarp_ctx *ctx, int timeout_ms)
 
     if (!ctx)
         return -EINVAL;
+    if (ctx->hw) return swp_hw_progress(ctx, timeout_ms);
     swp_lock(ctx);
     rc = swp_progress_locked(ctx, timeout_ms);
     swp_unlock(ctx);

@@ -69,6 +69,7 @@ int siwarp_create_qp(struct siwarp_pd *pd, const struct siwarp_qp_init_attr *att
 
     if (!pd || !attr || !out || !attr->send_cq || !attr->recv_cq)
         return -EINVAL;
+    if (pd->ctx->hw) return swp_hw_create_qp(pd, attr, out);
     if (attr->max_send_wr == 0 || attr->max_send_wr > (1u << 20) ||
         attr->max_recv_wr > (1u << 20) || attr->max_sge > SWP_MAX_SGE)
         return -EINVAL;
@@ -141,6 +142,7 @@ int siwarp_destroy_qp(struct siwarp_qp *qp)
 
     if (!qp)
         return -EINVAL;
+    if (qp->ctx->hw) return swp_hw_destroy_qp(qp);
     ctx = qp->ctx;
     swp_lock(ctx);
     swp_cm_fini(qp);
@@ -440,6 +442,7 @@ int siwarp_query_qp(struct siwarp_qp *qp, struct siwarp_qp_attr *a)
 
     if (!qp || !a)
         return -EINVAL;
+    if (qp->ctx->hw) return swp_hw_query_qp(qp, a);
     memset(a, 0, sizeof(*a));
     swp_lock(qp->ctx);
     a->state = qp->state;
@@ -474,6 +477,7 @@ int siwarp_qp_to_error(struct siwarp_qp *qp)
 {
     if (!qp)
         return -EINVAL;
+    if (qp->ctx->hw) return swp_hw_qp_to_error(qp);
     swp_lock(qp->ctx);
     if (qp->state != SIWARP_QPS_ERROR) {
         swp_qp_set_error(qp, -ECANCELED, "moved to error by the application");
@@ -492,6 +496,7 @@ int siwarp_disconnect(struct siwarp_qp *qp)
 {
     if (!qp)
         return -EINVAL;
+    if (qp->ctx->hw) return swp_hw_disconnect(qp);
     swp_lock(qp->ctx);
     if (qp->state == SIWARP_QPS_RTS) {
         swp_qp_set_state(qp, SIWARP_QPS_CLOSING);

@@ -459,4 +459,6 @@ static inline void swp_lock(struct siwarp_ctx *c) { pthread_mutex_lock(&c->lock)
 static inline void swp_unlock(struct siwarp_ctx *c) { pthread_mutex_unlock(&c->lock); }
 uint32_t swp_rand32(struct siwarp_ctx *ctx);
 
+#include "hw.h"   /* the verbs backend (swp_hw_*) */
+
 #endif /* SWP_SWP_H */

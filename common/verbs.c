@@ -27,6 +27,7 @@ int siwarp_ctx_create(struct siwarp_ctx **out)
 
     if (!out)
         return -EINVAL;
+    if (swp_ctx_env_dev()) return siwarp_ctx_create_dev(swp_ctx_env_dev(), out);
     ctx = calloc(1, sizeof(*ctx));
     if (!ctx)
         return -ENOMEM;
@@ -62,6 +63,7 @@ void siwarp_ctx_destroy(struct siwarp_ctx *ctx)
 {
     if (!ctx)
         return;
+    if (ctx->hw) { swp_hw_ctx_destroy(ctx); return; }
     swp_mem_fini(ctx);
     close(ctx->kickfd);
     close(ctx->epfd);
@@ -154,6 +156,7 @@ int siwarp_post_send(struct siwarp_qp *qp, struct siwarp_send_wr *wr,
 
     if (!qp || !wr)
         return -EINVAL;
+    if (qp->ctx->hw) return swp_hw_post_send(qp, wr, bad_wr);
     swp_lock(qp->ctx);
     for (; wr; wr = wr->next) {
         rc = swp_post_one_send(qp, wr);
@@ -178,6 +181,7 @@ int siwarp_post_recv(struct siwarp_qp *qp, struct siwarp_recv_wr *wr,
 
     if (!qp || !wr)
         return -EINVAL;
+    if (qp->ctx->hw) return swp_hw_post_recv(qp, wr, bad_wr);
     swp_lock(qp->ctx);
     for (; wr; wr = wr->next) {
         struct swp_rwqe *w;

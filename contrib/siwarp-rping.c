@@ -17,7 +17,7 @@
  * Usage: siwarp-rping -s|-c [-a addr] [-p port] [-C count] [-S size] [-vVq]
  *        [--crc|--no-crc] [--mpa 1|2] [--p2p read|write|both|none]
  *        [--markers] [--no-markers-fallback] [--no-v1-fallback]
- *        [--ird N] [--ord N] [--pd TEXT] [-T seconds]
+ *        [--ird N] [--ord N] [--pd TEXT] [-T seconds] [--dev NAME]
  * Prints one "siwarp-rping: connected ..." line with what was negotiated and
  * ends with "siwarp-rping: OK ..." or "siwarp-rping: FAIL ..." (exit 0 / 1).
  */
@@ -51,6 +51,7 @@ struct opts {
     bool server;
     const char *addr;
     const char *port;
+    const char *dev;                /* --dev: siwarp_ctx_create_dev */
     int count, size, verbose, validate, quiet;
     int timeout_s;
     struct siwarp_conn_param cp;
@@ -203,7 +204,15 @@ static int setup(struct rp *r)
     int acc = SIWARP_ACCESS_LOCAL_WRITE | SIWARP_ACCESS_REMOTE_READ | SIWARP_ACCESS_REMOTE_WRITE;
     int rc;
 
-    if ((rc = siwarp_ctx_create(&r->ctx)) || (rc = siwarp_alloc_pd(r->ctx, &r->pd)) ||
+    if (r->o->dev) {
+        if ((rc = siwarp_ctx_create_dev(r->o->dev, &r->ctx))) {
+            fprintf(stderr, "siwarp-rping: device %s: %s (SIWARP_DEBUG=1 lists the verbs "
+                    "devices)\n", r->o->dev, strerror(-rc));
+            return rc;
+        }
+        printf("siwarp-rping: backend %s\n", siwarp_ctx_backend(r->ctx));
+    }
+    if ((!r->ctx && (rc = siwarp_ctx_create(&r->ctx))) || (rc = siwarp_alloc_pd(r->ctx, &r->pd)) ||
         (rc = siwarp_create_cq(r->ctx, 64, &r->cq)))
         return rc;
     a.send_cq = a.recv_cq = r->cq;
@@ -427,10 +436,12 @@ static void usage(void)
         "  --markers                  ask for markers; --no-markers-fallback: fail if refused\n"
         "  --no-v1-fallback           do not retry with MPA revision 1\n"
         "  --ird N --ord N            inbound / outbound RDMA Read depth (default 16)\n"
-        "  --pd TEXT                  private data of the Request / Reply\n");
+        "  --pd TEXT                  private data of the Request / Reply\n"
+        "  --dev NAME                 backend: soft, auto or a verbs device (siw0);\n"
+        "                             default: SIWARP_DEVICE, else soft\n");
 }
 
-enum { O_CRC = 256, O_NOCRC, O_MPA, O_P2P, O_MARKERS, O_NOMFB, O_NOV1, O_IRD, O_ORD, O_PD };
+enum { O_CRC = 256, O_NOCRC, O_MPA, O_P2P, O_MARKERS, O_NOMFB, O_NOV1, O_IRD, O_ORD, O_PD, O_DEV };
 
 static int parse(int argc, char **argv, struct opts *o)
 {
@@ -442,6 +453,7 @@ static int parse(int argc, char **argv, struct opts *o)
         { "no-v1-fallback", no_argument, 0, O_NOV1 },
         { "ird", required_argument, 0, O_IRD }, { "ord", required_argument, 0, O_ORD },
         { "pd", required_argument, 0, O_PD }, { "help", no_argument, 0, 'h' },
+        { "dev", required_argument, 0, O_DEV },
         { 0, 0, 0, 0 }
     };
     int c, side = -1;
@@ -488,6 +500,7 @@ static int parse(int argc, char **argv, struct opts *o)
             o->cp.private_data = optarg;
             o->cp.private_data_len = (uint16_t)strlen(optarg);
             break;
+        case O_DEV: o->dev = optarg; break;
         default: return -1;
         }
     }

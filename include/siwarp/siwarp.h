@@ -44,6 +44,26 @@ int  siwarp_progress(struct siwarp_ctx *ctx);
 int  siwarp_wait(struct siwarp_ctx *ctx, int timeout_ms);
 /* A file descriptor that polls readable when siwarp_progress has work. */
 int  siwarp_ctx_fd(const struct siwarp_ctx *ctx);
+/* Create a context on a backend.  dev: NULL or "auto" (the first verbs
+ * device of transport iWARP if there is one, else software), "soft"
+ * (software), or a verbs device name ("siw0", "cxgb4_0", ...): -ENODEV if
+ * there is no such iWARP device or libsiwarp was built without rdma-core
+ * (SIWARP_DEBUG=1 logs why and which devices exist).  siwarp_ctx_create
+ * takes dev from the SIWARP_DEVICE environment variable (unset: "soft").
+ *
+ * On a verbs device every object of the context is a thin adapter over
+ * libibverbs + librdmacm, so the RNIC (or kernel siw) does the protocol:
+ *  - siwarp_reg_mr pins the memory (ibv_reg_mr); the STag is the MR's rkey.
+ *    LOCAL_WRITE also grants REMOTE_WRITE (an iWARP Read sink needs it).
+ *  - MPA revision, CRC, markers, P2P and the RTR are decided by the RNIC /
+ *    kernel; conn_param passes private data (up to 255 bytes) and IRD/ORD,
+ *    and siwarp_query_qp / siwarp_conn_req_param report 0 for the rest.
+ *  - An RDMA Read scatters into one SGE; siwarp_invalidate_stag and the
+ *    SIWARP_WC_SOLICITED flag are not available (-EOPNOTSUPP / never set).
+ *  - siwarp_qp_fd is -1; siwarp_cq_fd is the CQ's completion channel. */
+int  siwarp_ctx_create_dev(const char *dev, struct siwarp_ctx **ctx);
+/* "soft", or the verbs device name the context runs on. */
+const char *siwarp_ctx_backend(const struct siwarp_ctx *ctx);
 
 /* ---- protection domain and memory regions ------------------------------- */
 

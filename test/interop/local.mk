@@ -37,3 +37,15 @@ check-interop: contrib/siwarp-rping
 	    top_builddir="$(abs_top_builddir)" OUT="$${INTEROP_OUT:-}" \
 	    $(SHELL) $(top_srcdir)/test/interop/run-interop.sh $(INTEROP_BOOTS)
 .PHONY: check-interop
+
+# The verbs backend (rdma-core) over siw0 in the guest, and the mixed case
+# (guest siw0 <-> host software backend): test/interop/run-hw.sh.
+EXTRA_DIST += test/interop/run-hw.sh test/interop/guest-hw.sh
+check-interop-hw: contrib/siwarp-rping
+	@if [ ! -f "$(SIWVM)/vmlinux" ] || [ ! -f "$(SIWVM)/initrd.img" ]; then \
+	    SIWVM="$(SIWVM)" "$(SIWVM_SCRIPTS)/build-guest.sh" || exit 1; \
+	fi
+	@SIWVM="$(SIWVM)" SIWVM_SCRIPTS="$(SIWVM_SCRIPTS)" top_srcdir="$(abs_top_srcdir)" \
+	    top_builddir="$(abs_top_builddir)" OUT="$${INTEROP_OUT:-}" \
+	    $(SHELL) $(top_srcdir)/test/interop/run-hw.sh $(INTEROP_HW_BOOTS)
+.PHONY: check-interop-hw

@@ -1,0 +1,86 @@
+/*
+ * hw_int.h - what hw_verbs.c and hw_cm.c share: the verbs objects behind a
+ * libsiwarp object of a verbs context.  Only these two files include it.
+ */
+#ifndef SWP_HW_INT_H
+#define SWP_HW_INT_H
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "swp.h"
+#include "hw.h"
+
+/* rdma_conn_param.private_data_len is 8 bits */
+#define SWP_HW_MAX_PD  255
+#define SWP_HW_RESOLVE_MS 5000
+
+/* id->context of every rdma_cm_id points at one of these, first member */
+enum swp_hw_kind { SWP_HW_QP = 1, SWP_HW_LISTENER, SWP_HW_REQ };
+
+struct swp_hw_ctx {
+    struct ibv_context **devs;          /* rdma_get_devices(), kept open */
+    struct ibv_context *verbs;          /* ours, shared with rdma_cm */
+    struct ibv_device_attr attr;
+    struct rdma_event_channel *ech;     /* non-blocking; in ctx->epfd */
+    char name[IBV_SYSFS_NAME_MAX];
+    struct swp_list mrs;                /* MRs whose lkey != rkey */
+    uint32_t nmrs_lkey;
+};
+
+struct swp_hw_mr {
+    struct ibv_mr *mr;
+    struct siwarp_mr *owner;
+    struct swp_list link;               /* ctx mrs, only when lkey != rkey */
+};
+
+struct swp_hw_cq {
+    struct ibv_cq *cq;
+    struct ibv_comp_channel *ch;        /* non-blocking; fd in ctx->epfd */
+    bool armed;                         /* ibv_req_notify_cq outstanding */
+};
+
+/* Work posted while there is no verbs QP in RTS yet (siwarp allows posting
+ * before connect / accept): kept here and posted once it can be. */
+struct swp_hw_pend {
+    struct swp_list link;
+    bool send;
+    struct siwarp_send_wr s;            /* s.sg_list / r.sg_list -> sge */
+    struct siwarp_recv_wr r;
+    struct siwarp_sge sge[SWP_MAX_SGE];
+    uint8_t *inline_copy;               /* SIWARP_SEND_INLINE payload */
+};
+
+struct swp_hw_qp {
+    int kind;                           /* SWP_HW_QP */
+    struct siwarp_qp *qp;
+    struct rdma_cm_id *id;              /* NULL until connect / accept */
+    struct ibv_qp *ibqp;                /* id->qp once created */
+    struct swp_list pend_send, pend_recv;
+    uint32_t npend_send, npend_recv;
+    struct siwarp_conn_param param;     /* connect's, private data copied */
+    uint8_t pd[SWP_HW_MAX_PD];
+    uint32_t max_inline;                /* what the provider inlines */
+    struct ibv_mr *bounce_mr;           /* inline beyond the provider's limit */
+    uint8_t *bounce;
+    uint32_t bounce_next;
+    bool disconnected;                  /* rdma_disconnect done */
+    const char *how;                    /* "connect" / "accept": for messages */
+};
+
+static inline struct swp_hw_ctx *swp_hwc(const struct siwarp_ctx *c) { return c->hw; }
+static inline struct swp_hw_qp *swp_hwq(const struct siwarp_qp *q) { return q->hw; }
+
+/* hw_verbs.c */
+int  swp_hw_qp_realize(struct siwarp_qp *qp, struct rdma_cm_id *id);
+void swp_hw_qp_established(struct siwarp_qp *qp, const struct rdma_conn_param *cp);
+void swp_hw_qp_fail(struct siwarp_qp *qp, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void swp_hw_cq_events(struct siwarp_cq *cq);
+/* wait up to timeout_ms for the event channel or fd (may be -1); unlocked */
+int  swp_hw_wait_fd(struct siwarp_ctx *ctx, int fd, int timeout_ms);
+
+/* hw_cm.c: handle every rdma_cm event queued; called locked */
+int  swp_hw_cm_progress(struct siwarp_ctx *ctx);
+
+#endif /* SWP_HW_INT_H */

@@ -1,0 +1,92 @@
+/*
+ * test_backend.c - choosing the backend of a context: siwarp_ctx_create
+ * stays software unless SIWARP_DEVICE says otherwise, a device that does
+ * not exist fails cleanly with -ENODEV, "auto" falls back to software when
+ * there is no iWARP verbs device, "soft" is software whatever the
+ * environment says.  (The verbs backend itself runs in the siw guest:
+ * test/interop/run-hw.sh.)
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "siwarp/siwarp.h"
+
+TEST(default_is_soft)
+{
+    struct siwarp_ctx *ctx;
+
+    unsetenv("SIWARP_DEVICE");
+    ASSERT_OK(siwarp_ctx_create(&ctx));
+    ASSERT(!strcmp(siwarp_ctx_backend(ctx), "soft"));
+    siwarp_ctx_destroy(ctx);
+}
+
+TEST(env_soft_and_empty)
+{
+    struct siwarp_ctx *ctx;
+
+    setenv("SIWARP_DEVICE", "soft", 1);
+    ASSERT_OK(siwarp_ctx_create(&ctx));
+    ASSERT(!strcmp(siwarp_ctx_backend(ctx), "soft"));
+    siwarp_ctx_destroy(ctx);
+    setenv("SIWARP_DEVICE", "", 1);
+    ASSERT_OK(siwarp_ctx_create(&ctx));
+    ASSERT(!strcmp(siwarp_ctx_backend(ctx), "soft"));
+    siwarp_ctx_destroy(ctx);
+}
+
+TEST(nonexistent_device_enodev)
+{
+    struct siwarp_ctx *ctx = NULL;
+
+    unsetenv("SIWARP_DEVICE");
+    ASSERT_EQ(siwarp_ctx_create_dev("nonexistent0", &ctx), -ENODEV);
+    ASSERT(ctx == NULL);
+    setenv("SIWARP_DEVICE", "nonexistent0", 1);
+    ASSERT_EQ(siwarp_ctx_create(&ctx), -ENODEV);
+    ASSERT(ctx == NULL);
+}
+
+TEST(soft_ignores_env)
+{
+    struct siwarp_ctx *ctx;
+
+    setenv("SIWARP_DEVICE", "nonexistent0", 1);
+    ASSERT_OK(siwarp_ctx_create_dev("soft", &ctx));
+    ASSERT(!strcmp(siwarp_ctx_backend(ctx), "soft"));
+    siwarp_ctx_destroy(ctx);
+}
+
+TEST(auto_falls_back)
+{
+    struct siwarp_ctx *ctx;
+    const char *b;
+
+    unsetenv("SIWARP_DEVICE");
+    ASSERT_OK(siwarp_ctx_create_dev(NULL, &ctx));
+    b = siwarp_ctx_backend(ctx);
+    ASSERT(b && *b);
+    siwarp_ctx_destroy(ctx);
+    ASSERT_OK(siwarp_ctx_create_dev("auto", &ctx));
+    ASSERT(!strcmp(siwarp_ctx_backend(ctx), b));
+    siwarp_ctx_destroy(ctx);
+    setenv("SIWARP_DEVICE", "auto", 1);
+    ASSERT_OK(siwarp_ctx_create(&ctx));
+    ASSERT(!strcmp(siwarp_ctx_backend(ctx), b));
+    siwarp_ctx_destroy(ctx);
+    if (strcmp(b, "soft"))
+        SKIP("this machine has iWARP verbs device %s: no fallback to check", b);
+}
+
+TEST(bad_arguments)
+{
+    struct siwarp_ctx *ctx;
+
+    ASSERT_EQ(siwarp_ctx_create_dev("soft", NULL), -EINVAL);
+    ASSERT_EQ(siwarp_ctx_create_dev("", &ctx), -EINVAL);
+    ASSERT(siwarp_ctx_backend(NULL) == NULL);
+}
+
+SWP_TEST_MAIN()
