@@ -1,6 +1,6 @@
 /*
- * hw_int.h - what hw_verbs.c and hw_cm.c share: the verbs objects behind a
- * libsiwarp object of a verbs context.  Only these two files include it.
+ * hw_int.h - what hw_verbs.c, hw_qp.c and hw_cm.c share: the verbs objects
+ * behind a libsiwarp object of a verbs context.  Only those files include it.
  */
 #ifndef SWP_HW_INT_H
 #define SWP_HW_INT_H
@@ -72,13 +72,16 @@ static inline struct swp_hw_ctx *swp_hwc(const struct siwarp_ctx *c) { return c-
 static inline struct swp_hw_qp *swp_hwq(const struct siwarp_qp *q) { return q->hw; }
 
 /* hw_verbs.c */
+uint32_t swp_hw_lkey(struct swp_hw_ctx *h, uint32_t stag);   /* STag -> lkey */
+void swp_hw_cq_events(struct siwarp_cq *cq);
+/* wait up to timeout_ms for the event channel or fd (may be -1); unlocked */
+int  swp_hw_wait_fd(struct siwarp_ctx *ctx, int fd, int timeout_ms);
+
+/* hw_qp.c */
 int  swp_hw_qp_realize(struct siwarp_qp *qp, struct rdma_cm_id *id);
 void swp_hw_qp_established(struct siwarp_qp *qp, const struct rdma_conn_param *cp);
 void swp_hw_qp_fail(struct siwarp_qp *qp, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-void swp_hw_cq_events(struct siwarp_cq *cq);
-/* wait up to timeout_ms for the event channel or fd (may be -1); unlocked */
-int  swp_hw_wait_fd(struct siwarp_ctx *ctx, int fd, int timeout_ms);
 
 /* hw_cm.c: handle every rdma_cm event queued; called locked */
 int  swp_hw_cm_progress(struct siwarp_ctx *ctx);

@@ -22,7 +22,7 @@ common_libswpcore_la_SOURCES = \
 common_libswpcore_la_LIBADD = -lpthread
 common_libswpcore_la_SOURCES += common/backend.c common/hw.h
 if HAVE_VERBS
-common_libswpcore_la_SOURCES += common/hw_verbs.c common/hw_cm.c common/hw_int.h
+common_libswpcore_la_SOURCES += common/hw_verbs.c common/hw_qp.c common/hw_cm.c common/hw_int.h
 common_libswpcore_la_LIBADD += -lrdmacm -libverbs
 else
 common_libswpcore_la_SOURCES += common/hw_stub.c
