@@ -274,7 +274,10 @@ static void tx_rtr_retry(struct swp_timer *t)
 {
     struct siwarp_qp *qp = swp_container_of(t, struct siwarp_qp, rtr_timer);
 
-    if (!qp->rtr_wait_resp || qp->state != SIWARP_QPS_RTS)
+    /* done once the Read RTR is answered, or (Write RTR, which has no
+     * answer) once any byte came from the peer */
+    if (qp->state != SIWARP_QPS_RTS ||
+        (qp->nego.rtr == SIWARP_RTR_READ ? !qp->rtr_wait_resp : qp->rx.stream_off > 0))
         return;
     if (qp->rtr_retries++ < SWP_RTR_RETRIES) {
         SWP_DBG("qp %p: Read RTR unanswered after %d ms, nudging", (void *)qp,
@@ -314,8 +317,13 @@ static bool tx_rtr(struct siwarp_qp *qp)
             swp_timer_arm(qp->ctx, &qp->rtr_timer, SWP_RTR_RETRY_MS, tx_rtr_retry);
         return true;
     }
-    if (qp->nego.rtr == SIWARP_RTR_WRITE)
-        return tx_zero_write(qp);
+    if (qp->nego.rtr == SIWARP_RTR_WRITE) {
+        if (!tx_zero_write(qp))
+            return false;
+        if (!qp->nego.peer_is_siwarp)
+            swp_timer_arm(qp->ctx, &qp->rtr_timer, SWP_RTR_RETRY_MS, tx_rtr_retry);
+        return true;
+    }
     /* the zero-length Send RTR */
     if (!tx_room(qp, 0, 0))
         return false;
@@ -370,7 +378,10 @@ static void tx_fill(struct siwarp_qp *qp)
             return;
         qp->rtr_pending_tx = false;
     }
-    if (qp->rtr_nudge) {
+    if (qp->rtr_nudge && !(qp->sq_cur != qp->sqr.tail &&
+                           qp->sq[qp->sq_cur & qp->sqr.mask].sent &&
+                           !qp->sq[qp->sq_cur & qp->sqr.mask].segmented)) {
+        /* between messages only, never inside one */
         if (!tx_zero_write(qp))
             return;
         qp->rtr_nudge = false;

@@ -839,4 +839,42 @@ TEST(p2p_read_rtr_hold_and_retry)
     ASSERT_EQ(at.state, SIWARP_QPS_RTS);
 }
 
+/* P2P with the Write RTR: no answer exists, so until the peer has sent a
+ * byte a zero-length Write follows every 100 ms; application FPDUs are not
+ * held back. */
+TEST(p2p_write_rtr_nudge_until_peer_speaks)
+{
+    struct peer p;
+    unsigned ops[16];
+    uint8_t msg[8] = "payload";
+    peer_setup_p2p(&p, true, false, SIWARP_RTR_WRITE);
+    struct siwarp_mr *m;
+    ASSERT_OK(siwarp_reg_mr(p.pd, msg, sizeof(msg), 0, &m));
+    struct siwarp_sge sg = { msg, sizeof(msg), siwarp_mr_stag(m) };
+    struct siwarp_send_wr w = { .wr_id = 1, .sg_list = &sg, .num_sge = 1, .opcode = SIWARP_WR_SEND };
+    ASSERT_OK(siwarp_post_send(p.qp, &w, NULL));
+    ASSERT_EQ(raw_read_fpdus(&p, 50, ops, 16), 2);
+    ASSERT_EQ(ops[0], SWP_OP_WRITE);       /* the RTR */
+    ASSERT_EQ(ops[1], SWP_OP_SEND);
+    int n = 0;
+    for (int i = 0; i < 30 && n == 0; i++) {
+        siwarp_wait(p.ctx, 10);
+        n = raw_read_fpdus(&p, 1, ops, 16);
+    }
+    ASSERT_EQ(n, 1);
+    ASSERT_EQ(ops[0], SWP_OP_WRITE);       /* a nudge */
+    /* the peer speaks (a zero-length Write): the nudges stop */
+    uint8_t u[SWP_HDR_TAGGED];
+    raw_fpdu(&p, u, tagged(u, SWP_OP_WRITE, true, 0, 0), false);
+    for (int i = 0; i < 5; i++)
+        siwarp_wait(p.ctx, 10);
+    raw_read_fpdus(&p, 1, ops, 16);        /* one may have crossed */
+    for (int i = 0; i < 30; i++)
+        siwarp_wait(p.ctx, 10);
+    ASSERT_EQ(raw_read_fpdus(&p, 1, ops, 16), 0);
+    struct siwarp_qp_attr at;
+    siwarp_query_qp(p.qp, &at);
+    ASSERT_EQ(at.state, SIWARP_QPS_RTS);
+}
+
 SWP_TEST_MAIN()
