@@ -381,6 +381,7 @@ int swp_qp_established(struct siwarp_qp *qp)
     if (qp->nego.mulpdu == 0)
         qp->nego.mulpdu = 1024;
     swp_poll_mod(qp->ctx, &qp->pl, EPOLLIN);
+    swp_tx_rtr_start(qp);
     /* work posted while connecting goes out now */
     swp_tx_progress(qp);
     return 0;

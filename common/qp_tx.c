@@ -262,30 +262,56 @@ static bool tx_read_req(struct siwarp_qp *qp, uint32_t sink_stag, uint64_t sink_
 
 #define SWP_ORQ_RTR UINT32_MAX
 
-#define SWP_RTR_RETRY_MS  100
-#define SWP_RTR_RETRIES   30
+#define SWP_RTR_RETRY_MS   100
+#define SWP_RTR_RETRIES    30       /* nudges, during the first 3 s */
+#define SWP_RTR_TIMEOUT_MS 10000    /* when conn_param.timeout_ms is unset */
 
-/* Stock siw 6.1 as responder may leave our RTR unread in its socket until
- * more bytes arrive (see shared/siw-vm/README).  While the Read RTR is
- * unanswered, a zero-length RDMA Write is such bytes: it names no buffer,
- * places nothing and needs no ORD slot (RFC 5040 5.3 / 6.4: no STag is
- * validated for zero-length Writes).  Re-armed until the answer comes. */
-static void tx_rtr_retry(struct swp_timer *t)
+/* The P2P start-up (RFC 6581 6) on a timer, every SWP_RTR_RETRY_MS:
+ * - held work must not wait forever: a responder that never gets the RTR,
+ *   or an initiator whose Read RTR is never answered, fails the QP once the
+ *   MPA timeout (conn_param.timeout_ms) has passed (nothing is in flight, so
+ *   TCP's own timers would never fire);
+ * - stock siw 6.1 as responder may leave the RTR unread in its socket until
+ *   more bytes arrive (shared/siw-vm/README): toward a non-siwarp peer the
+ *   initiator sends a zero-length RDMA Write -- it names no buffer, places
+ *   nothing and needs no ORD slot (RFC 5040: no STag is validated for a
+ *   zero-length Write) -- until the Read RTR is answered, or for a Write
+ *   RTR (which has no answer) until any byte came from the peer. */
+static void tx_rtr_tick(struct swp_timer *t)
 {
     struct siwarp_qp *qp = swp_container_of(t, struct siwarp_qp, rtr_timer);
+    bool held = qp->rtr_wait_rx || qp->rtr_wait_resp;
+    bool nudge = qp->nego.initiator && !qp->nego.peer_is_siwarp &&
+                 qp->rtr_retries < SWP_RTR_RETRIES &&
+                 (qp->nego.rtr == SIWARP_RTR_READ ? qp->rtr_wait_resp : qp->rx.stream_off == 0);
 
-    /* done once the Read RTR is answered, or (Write RTR, which has no
-     * answer) once any byte came from the peer */
-    if (qp->state != SIWARP_QPS_RTS ||
-        (qp->nego.rtr == SIWARP_RTR_READ ? !qp->rtr_wait_resp : qp->rx.stream_off > 0))
+    if (qp->state != SIWARP_QPS_RTS || (!held && !nudge))
         return;
-    if (qp->rtr_retries++ < SWP_RTR_RETRIES) {
-        SWP_DBG("qp %p: Read RTR unanswered after %d ms, nudging", (void *)qp,
+    if (held && swp_now_ns() >= qp->rtr_deadline_ns) {
+        swp_qp_fatal(qp, SWP_TERM(SWP_TERM_LAYER_LLP, 0, SWP_LLP_EC_NO_MATCHING_RTR), NULL, 0,
+                     -ETIMEDOUT, "peer-to-peer start-up: %s within %d ms",
+                     qp->rtr_wait_rx ? "no RTR from the peer" : "Read RTR not answered",
+                     qp->cm.param.timeout_ms > 0 ? qp->cm.param.timeout_ms : SWP_RTR_TIMEOUT_MS);
+        return;
+    }
+    swp_timer_arm(qp->ctx, &qp->rtr_timer, SWP_RTR_RETRY_MS, tx_rtr_tick);
+    if (nudge && !qp->rtr_pending_tx) {
+        qp->rtr_retries++;
+        SWP_DBG("qp %p: RTR unanswered after %d ms, nudging", (void *)qp,
                 qp->rtr_retries * SWP_RTR_RETRY_MS);
         qp->rtr_nudge = true;
-        swp_timer_arm(qp->ctx, &qp->rtr_timer, SWP_RTR_RETRY_MS, tx_rtr_retry);
         swp_tx_progress(qp);
     }
+}
+
+void swp_tx_rtr_start(struct siwarp_qp *qp)
+{
+    int ms = qp->cm.param.timeout_ms > 0 ? qp->cm.param.timeout_ms : SWP_RTR_TIMEOUT_MS;
+
+    if (!qp->rtr_pending_tx && !qp->rtr_wait_rx)
+        return;
+    qp->rtr_deadline_ns = swp_now_ns() + (uint64_t)ms * 1000000ull;
+    swp_timer_arm(qp->ctx, &qp->rtr_timer, SWP_RTR_RETRY_MS, tx_rtr_tick);
 }
 
 /* A zero-length tagged RDMA Write (STag 0): the Write RTR and the nudge. */
@@ -313,17 +339,10 @@ static bool tx_rtr(struct siwarp_qp *qp)
         /* the response proves the peer reads FPDUs: nothing else goes out
          * before it (RFC 6581 6 lets the initiator wait) */
         qp->rtr_wait_resp = true;
-        if (!qp->nego.peer_is_siwarp)
-            swp_timer_arm(qp->ctx, &qp->rtr_timer, SWP_RTR_RETRY_MS, tx_rtr_retry);
         return true;
     }
-    if (qp->nego.rtr == SIWARP_RTR_WRITE) {
-        if (!tx_zero_write(qp))
-            return false;
-        if (!qp->nego.peer_is_siwarp)
-            swp_timer_arm(qp->ctx, &qp->rtr_timer, SWP_RTR_RETRY_MS, tx_rtr_retry);
-        return true;
-    }
+    if (qp->nego.rtr == SIWARP_RTR_WRITE)
+        return tx_zero_write(qp);
     /* the zero-length Send RTR */
     if (!tx_room(qp, 0, 0))
         return false;

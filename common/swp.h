@@ -326,7 +326,8 @@ struct siwarp_qp {
     bool rtr_wait_resp;         /* P2P initiator: hold sends until the Read
                                    RTR's response shows the peer reads */
     int rtr_retries;
-    bool rtr_nudge;             /* send a zero-length Write (tx_rtr_retry) */
+    bool rtr_nudge;             /* send a zero-length Write (tx_rtr_tick) */
+    uint64_t rtr_deadline_ns;   /* held P2P work fails after this */
     struct swp_timer rtr_timer;
     bool term_pending;          /* a Terminate waits to be queued in tx */
     uint8_t term_msg[SWP_TERM_MAX_LEN];
@@ -360,6 +361,7 @@ void swp_qp_llp_closed(struct siwarp_qp *qp, int err, bool clean);
 
 /* qp_tx.c */
 int  swp_tx_progress(struct siwarp_qp *qp);    /* 0, -EAGAIN, or fatal error */
+void swp_tx_rtr_start(struct siwarp_qp *qp);   /* P2P start-up timer */
 int  swp_tx_queue_terminate(struct siwarp_qp *qp, uint32_t term, const uint8_t *hdr,
                             uint32_t hdr_len);
 uint32_t swp_fpdu_wire_len(uint32_t ulpdu_len, bool crc);
