@@ -1,0 +1,252 @@
+#!/bin/sh
+# mpi-faults.sh - MPI-level fault tests of the siwarp BTL, TAP output.
+#
+#   1. a rank killed with kill -9 mid-transfer: mpirun exits non-zero within
+#      FAULT_KILL_BOUND seconds (default 60);
+#   2. a bit flip between two ranks with MPA CRC on: the job aborts with the
+#      BTL's "CRC error" message naming the peer process and both hosts.
+#      The proxy sits between the ranks without BTL changes: mpirun runs in
+#      a private network namespace (loopback only), the BTL's listeners are
+#      pinned with btl_siwarp_port_min_v4/port_range_v4, and an nftables
+#      REDIRECT sends connections to those ports to contrib/fault-proxy in
+#      transparent mode (SO_ORIGINAL_DST; its own upstream sockets carry a
+#      mark the rule exempts).  Needs nft (skipped without it);
+#   3. the data link goes down while both ranks live: two namespaces joined
+#      by two veth pairs, the BTL on the first (btl_siwarp_if_include), ORTE's
+#      out-of-band channel on the second (oob_tcp_if_include); the data pair
+#      is set down mid-transfer; the job must fail with a message naming both
+#      hosts within FAULT_LINK_BOUND seconds (default 90: the BTL has no LLP
+#      timeout parameter, so libsiwarp's default of 30 s applies, plus the
+#      abort).  The time is measured and printed.  FAULT_TCP_COMPARE=1 also
+#      runs the same with btl tcp (bounded at 120 s) and prints its outcome
+#      (informational: never fails).
+#
+# Every mpirun is bounded by timeout; namespaces are removed and every
+# process left in them killed by PID on exit.  Environment: srcdir, BUILDDIR
+# as for test/mpi/run-mpi-tests.sh.
+set -u
+
+srcdir=${srcdir:-$(dirname "$0")/../..}
+case $srcdir in /*) ;; *) srcdir=$(cd "$srcdir" && pwd) ;; esac
+BUILDDIR=${BUILDDIR:-$(pwd)}
+case $BUILDDIR in /*) ;; *) BUILDDIR=$(cd "$BUILDDIR" && pwd) ;; esac
+COMP=$BUILDDIR/btl_siwarp/.libs
+OUT=$BUILDDIR/test/fault
+PROXY=$BUILDDIR/contrib/fault-proxy
+mkdir -p "$OUT"
+
+n=0
+ok()      { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok()  { n=$((n + 1)); echo "not ok $n - $1"; }
+skip()    { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
+diag()    { sed 's/^/# /' "$1" | tail -n "${2:-25}"; }
+now()     { date +%s.%N | cut -c1-14; }
+elapsed() { echo "$1 $2" | awk '{ printf "%.1f", $2 - $1 }'; }
+
+if ! command -v mpicc >/dev/null 2>&1 || ! command -v mpirun >/dev/null 2>&1; then
+    echo "1..0 # SKIP mpicc/mpirun not installed"; exit 0
+fi
+if [ ! -f "$COMP/mca_btl_siwarp.so" ]; then
+    echo "1..0 # SKIP $COMP/mca_btl_siwarp.so not built"; exit 0
+fi
+OMPI_DIR=$(ompi_info --path pkglibdir --parsable 2>/dev/null | sed -n 's/^path:pkglibdir://p')
+[ -n "$OMPI_DIR" ] || OMPI_DIR=/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3
+export OMPI_MCA_mca_base_component_path="$COMP:$OMPI_DIR"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+MPIRUN="mpirun --mca pml ob1 --bind-to none"
+
+if ! mpicc -O2 -g -Wall -o "$OUT/mpi_soak" "$srcdir/test/fault/mpi_soak.c" > "$OUT/build.log" 2>&1; then
+    echo "1..1"; not_ok "build mpi_soak"; diag "$OUT/build.log"; exit 1
+fi
+
+name=swpf$$
+started=
+cleanup() {
+    trap - EXIT INT TERM HUP
+    for ns in "$name-p" "$name-s" "$name-c"; do
+        pids=$(ip netns pids "$ns" 2>/dev/null)
+        [ -n "$pids" ] && kill -9 $pids 2>/dev/null
+    done
+    for p in $started; do kill -9 "$p" 2>/dev/null; done
+    ip netns del "$name-p" 2>/dev/null
+    "$srcdir/contrib/netns.sh" down "$name" >/dev/null 2>&1
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+# wait_line FILE REGEX SECONDS: until FILE has a line matching REGEX
+wait_line() {
+    i=0
+    while ! grep -q "$2" "$1" 2>/dev/null; do
+        i=$((i + 1))
+        [ $i -gt $(($3 * 10)) ] && return 1
+        sleep 0.1
+    done
+    return 0
+}
+# wait_pid PID SECONDS: until PID exited (0) or SECONDS passed (1)
+wait_pid() {
+    i=0
+    while kill -0 "$1" 2>/dev/null; do
+        i=$((i + 1))
+        [ $i -gt $(($2 * 10)) ] && return 1
+        sleep 0.1
+    done
+    return 0
+}
+
+# ---- 1. kill -9 ------------------------------------------------------------------
+log=$OUT/kill9.log
+KB=${FAULT_KILL_BOUND:-60}
+timeout -k 5 $((KB + 120)) $MPIRUN --mca btl siwarp,self -np 2 "$OUT/mpi_soak" -t 100 -r 1 \
+    -a 8192 -m 1048576 > "$log" 2>&1 &
+job=$!
+started="$started $job"
+if wait_line "$log" '^soak: t=' 60; then
+    victim=$(sed -n 's/^soak: rank 1 pid \([0-9]*\).*/\1/p' "$log")
+    t0=$(now)
+    kill -9 "$victim"
+    wait_pid "$job" "$KB"
+    wait "$job"
+    rc=$?
+    t=$(elapsed "$t0" "$(now)")
+    # mpirun passes on the victim's 137; timeout's own kill would come only
+    # after the bound, so the time tells them apart
+    if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && awk "BEGIN { exit !($t < $KB) }"; then
+        ok "rank killed with kill -9 mid-transfer: mpirun exits $rc after ${t} s (bound ${KB} s)"
+    else
+        not_ok "rank killed with kill -9: mpirun rc $rc after ${t} s (bound ${KB} s)"; diag "$log"
+    fi
+else
+    not_ok "kill -9: the job never reported progress"; diag "$log"
+    kill -9 "$job" 2>/dev/null
+fi
+
+# ---- 2. bit flip through the proxy, CRC on ---------------------------------------
+log=$OUT/crcflip.log
+if [ "$(id -u)" != 0 ] || ! command -v nft >/dev/null 2>&1 || ! ip netns add "$name-p" 2>/dev/null; then
+    skip "bit flip between ranks, CRC on" "needs root, ip netns and nft (nftables)"
+else
+    P="ip netns exec $name-p"
+    ip -n "$name-p" link set lo up
+    ctl=$OUT/proxy-$$.sock
+    printf 'table ip swpfault {\n chain out {\n  type nat hook output priority -100;\n  meta mark 0x5157 return\n  tcp dport 20000-20063 redirect to :29999\n }\n}\n' |
+        $P nft -f - 2>"$log.nft"
+    $P "$PROXY" -l 127.0.0.1:29999 -T -c "$ctl" -s 11 -v > "$log.proxy" 2>&1 &
+    started="$started $!"
+    if ! wait_line "$log.proxy" 'listening on port' 10; then
+        not_ok "bit flip: fault-proxy did not start"; diag "$log.proxy"
+    else
+        "$PROXY" -C "$ctl" flip 1048576 65536 > /dev/null
+        t0=$(now)
+        $P timeout -k 5 120 $MPIRUN --mca btl siwarp,self -np 2 \
+            --mca btl_siwarp_port_min_v4 20000 --mca btl_siwarp_port_range_v4 64 \
+            --mca btl_siwarp_crc 1 --mca btl_siwarp_fallback error \
+            "$OUT/mpi_soak" -t 60 -r 1 -a 65536 -m 1048576 > "$log" 2>&1
+        rc=$?
+        t=$(elapsed "$t0" "$(now)")
+        stats=$("$PROXY" -C "$ctl" stats)
+        host=$($P hostname)
+        echo "# proxy: $stats"
+        if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "CRC error" "$log" &&
+           grep -q "Peer process" "$log" && grep -q "Peer host: *$host" "$log" &&
+           grep -q "Local host: *$host" "$log" && echo "$stats" | grep -q "flips=1" &&
+           echo "$stats" | grep -q "accepted=[1-9]"; then
+            ok "bit flip between ranks with CRC on: job aborts (rc $rc, ${t} s) with 'CRC error' naming the peer process and both hosts"
+            grep -A6 "CRC32c" "$log" | sed 's/^/#   /' | head -8
+        else
+            # known BTL bug (reported on issue 5): the 'crc error' show_help is
+            # lost while the job aborts (ORTE: "Data unpack would read past end
+            # of buffer" in show_help.c) and the error callback's text says
+            # only "work request flushed"
+            not_ok "bit flip between ranks with CRC on (rc $rc, ${t} s) # TODO BTL: no 'CRC error' text reaches the user"
+            diag "$log" 40; diag "$log.proxy" 10
+        fi
+        "$PROXY" -C "$ctl" quit > /dev/null
+    fi
+fi
+
+# ---- 3. data link down, runtime channel up ----------------------------------------
+# link_down BTL-ARGS...: run the job across the namespaces, set the data
+# pair down mid-transfer, measure; sets rc, t, log
+link_down() {
+    bound=$1
+    shift
+    "$srcdir/contrib/netns.sh" up "$name" > "$OUT/netns.env" 2>&1 || return 2
+    ip link add "$name-os" netns "$name-s" type veth peer name "$name-oc" netns "$name-c" || return 2
+    ip -n "$name-s" addr add 10.232.0.1/24 dev "$name-os"
+    ip -n "$name-c" addr add 10.232.0.2/24 dev "$name-oc"
+    ip -n "$name-s" link set "$name-os" up
+    ip -n "$name-c" link set "$name-oc" up
+    printf '10.231.0.1 slots=1\n10.231.0.2 slots=1\n' > "$OUT/hostfile"
+    NETNS_MPIRUN_NAME=$name
+    export NETNS_MPIRUN_NAME
+    timeout -k 5 "$((bound + 60))" ip netns exec "$name-s" unshare --uts /bin/sh -c \
+        'hostname "$0-s" && exec "$@"' "$name" \
+        $MPIRUN --hostfile "$OUT/hostfile" --map-by node -np 2 \
+        --mca plm_rsh_agent "$srcdir/contrib/netns-mpirun.sh --agent" \
+        --mca oob_tcp_if_include 10.232.0.0/24 "$@" \
+        "$OUT/mpi_soak" -t 600 -r 1 -a 65536 -m 1048576 > "$log" 2>&1 &
+    job=$!
+    started="$started $job"
+    if ! wait_line "$log" '^soak: t=' 60; then
+        kill -9 "$job" 2>/dev/null
+        wait "$job"
+        return 3
+    fi
+    t0=$(now)
+    ip -n "$name-c" link set "$name-vc" down
+    wait_pid "$job" "$bound"
+    timed_out=$?
+    t=$(elapsed "$t0" "$(now)")
+    if [ $timed_out -ne 0 ]; then
+        kill -9 "$job" 2>/dev/null
+    fi
+    wait "$job"
+    rc=$?
+    [ $timed_out -ne 0 ] && rc=124
+    for ns in "$name-s" "$name-c"; do
+        pids=$(ip netns pids "$ns" 2>/dev/null)
+        [ -n "$pids" ] && kill -9 $pids 2>/dev/null
+    done
+    "$srcdir/contrib/netns.sh" down "$name" >/dev/null 2>&1
+    return 0
+}
+
+LB=${FAULT_LINK_BOUND:-90}
+log=$OUT/linkdown.log
+if ! "$srcdir/contrib/netns.sh" check >/dev/null 2>&1 || ! command -v unshare >/dev/null 2>&1 ||
+   [ ! -x "$srcdir/contrib/netns-mpirun.sh" ]; then
+    skip "data link down mid-transfer (siwarp)" "needs root, ip netns, unshare, contrib/netns-mpirun.sh"
+else
+    link_down "$LB" --mca btl siwarp,self --mca btl_siwarp_if_include 10.231.0.0/24
+    lrc=$?
+    if [ $lrc -ne 0 ]; then
+        not_ok "data link down: setup or first progress failed ($lrc)"; diag "$log"
+    elif [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "$name-s" "$log" && grep -q "$name-c" "$log"; then
+        ok "data link down mid-transfer (siwarp): job fails after ${t} s (bound ${LB} s, rc $rc), message names $name-s and $name-c"
+        grep -B2 -A6 "Cause:\|Reason:" "$log" | sed 's/^/#   /' | head -10
+    else
+        # known BTL bug (reported on issue 5): the QPs go to ERROR when TCP
+        # gives up, but the BTL ignores WR_FLUSH_ERR receive completions, so
+        # an endpoint whose work was all flushed is never failed: no
+        # message, ob1 waits for ever
+        not_ok "data link down mid-transfer (siwarp): rc $rc after ${t} s (bound ${LB} s) # TODO BTL: flushed QP never fails the endpoint"
+        diag "$log" 15
+    fi
+    if [ "${FAULT_TCP_COMPARE:-0}" = 1 ]; then
+        log=$OUT/linkdown-tcp.log
+        link_down 120 --mca btl tcp,self --mca btl_tcp_if_include 10.231.0.0/24
+        if [ ${rc:-124} -eq 124 ]; then
+            echo "# btl tcp for comparison: still running ${t} s after the data link went down (killed)"
+        else
+            echo "# btl tcp for comparison: mpirun exited $rc after ${t} s"
+        fi
+        ok "btl tcp link-down comparison measured (informational)"
+    fi
+fi
+
+echo "1..$n"
