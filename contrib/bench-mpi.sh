@@ -62,9 +62,11 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 T=${BENCH_TIMEOUT:-900}
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench-mpi.XXXXXX") || exit 1
+child=""
+# a signal ends the running mpirun (our child, by pid) and removes tmp
 trap 'rm -rf "$tmp"' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap '[ -n "$child" ] && kill $child 2>/dev/null; exit 130' INT
+trap '[ -n "$child" ] && kill $child 2>/dev/null; exit 143' TERM
 
 BENCH=$tmp/mpi-bench
 if ! mpicc -O2 -g -o "$BENCH" "$top/test/mpi/mpi-bench.c" 2> "$tmp/cc.log"; then
@@ -96,7 +98,12 @@ targs() {
 run_bench() {   # TRANSPORT OUTFILE BENCH-ARGS...
     t=$1; o=$2; shift 2
     # shellcheck disable=SC2046
-    $LAUNCH -np 2 --bind-to "$bind" --mca osc ^ucx $(targs "$t") "$BENCH" "$@" > "$o" 2>&1
+    $LAUNCH -np 2 --bind-to "$bind" --mca osc ^ucx $(targs "$t") "$BENCH" "$@" > "$o" 2>&1 &
+    child=$!
+    wait $child
+    rc=$?
+    child=""
+    return $rc
 }
 
 # ---- which transports run here -----------------------------------------------------
