@@ -8,7 +8,7 @@ PACKAGES="
 build-essential autoconf automake libtool pkg-config
 libopenmpi-dev openmpi-bin
 libevent-dev libhwloc-dev liburing-dev libibverbs-dev librdmacm-dev
-tshark iproute2
+tshark iproute2 nftables
 clang libclang-rt-14-dev valgrind
 gnuplot-nox python3
 "
