@@ -88,6 +88,12 @@ static int siwarp_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc
                                mca_btl_siwarp_ep_peer_host(ep),
                                mca_btl_siwarp_component.mpa ? "MPA is disabled at the peer"
                                                             : "MPA is disabled here");
+                /* also in this process's own output: ORTE's show_help relay
+                 * (Open MPI 4.1.4 with PMIx 4) loses messages now and then */
+                BTL_VERBOSE(("fallback refused for %s (btl_siwarp_fallback=error): %s",
+                             OPAL_NAME_PRINT(ep->name),
+                             mca_btl_siwarp_component.mpa ? "MPA is disabled at the peer"
+                                                          : "MPA is disabled here"));
                 usable = 0;
             }
         }
