@@ -14,9 +14,11 @@
 #include "swp.h"
 
 #define SWP_RX_DIRECT_MIN 1024   /* payload left that makes readv() worth it */
-#define SWP_RX_BUDGET     64     /* reads per progress call, for fairness */
 #define SWP_RX_HDR_MIN    (SWP_MPA_HDR_LEN + (uint32_t)sizeof(struct swp_ctrl))
 #define SWP_ORQ_RTR       UINT32_MAX
+
+/* reads per progress call, for fairness between QPs (tests lower it) */
+int swp_rx_budget = 64;
 
 int swp_rx_init(struct swp_rx *rx, uint32_t bufsize)
 {
@@ -659,7 +661,7 @@ int swp_rx_progress(struct siwarp_qp *qp)
 
     bool short_read = false;
 
-    for (int budget = SWP_RX_BUDGET; budget > 0; budget--) {
+    for (int budget = swp_rx_budget; budget > 0; budget--) {
         ssize_t got;
         int rc;
 
@@ -706,5 +708,11 @@ int swp_rx_progress(struct siwarp_qp *qp)
             return -ENOTCONN;
         }
     }
+    /* The budget may end right after a recv: parse what it staged now.
+     * Bytes left in the staging buffer raise no epoll event (the socket
+     * may be empty), so returning with them unparsed could stall the
+     * stream for good (seen with > 4 QPs, where progress is epoll-driven). */
+    if (rx->buf_head < rx->buf_tail)
+        return rx_consume(qp);
     return 0;
 }

@@ -369,6 +369,7 @@ uint32_t swp_fpdu_wire_len(uint32_t ulpdu_len, bool crc);
 /* qp_rx.c */
 int  swp_rx_progress(struct siwarp_qp *qp);    /* 0, -EAGAIN, or fatal error */
 int  swp_rx_init(struct swp_rx *rx, uint32_t bufsize);
+extern int swp_rx_budget;
 void swp_rx_fini(struct swp_rx *rx);
 /* Feed already-received bytes (e.g. read past the MPA Reply). */
 int  swp_rx_prime(struct siwarp_qp *qp, const void *data, size_t len);

@@ -6,12 +6,17 @@
  * region untouched (canaries).  Also: a stream fed one byte at a time, and
  * markers checked octet by octet on what siwarp transmits.
  */
+#define _GNU_SOURCE 1          /* accept4 */
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <fcntl.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -773,6 +778,100 @@ TEST(relay_markers_every_offset)
     ASSERT_EQ(at.state, SIWARP_QPS_RTS);
     ASSERT_MEM_EQ(rx.region, want, REGION);
     canaries_intact(&rx);
+}
+
+/* Whatever progress is driven by, a receive call must not return with
+ * bytes parsed into its staging buffer but not consumed: no epoll event
+ * would ever bring it back (a 6-rank MPI job hung on exactly this).  A
+ * TCP loopback connection lets megabytes queue up, so one call may spend
+ * its whole read budget. */
+TEST(rx_never_returns_with_staged_bytes)
+{
+    struct siwarp_ctx *ctx;
+    struct siwarp_pd *pd;
+    struct siwarp_cq *cq;
+    struct siwarp_qp *qp;
+    struct siwarp_qp_init_attr a = { 0 };
+    struct sockaddr_in sa = { .sin_family = AF_INET };
+    socklen_t sl = sizeof(sa);
+    enum { N = 4096, SZ = 1000 };
+    static uint8_t rbuf[N][SZ], f[2 + SWP_HDR_UNTAGGED + SZ + 8];
+    int lfd, cfd, sfd, one = 1;
+
+    ASSERT_OK(siwarp_ctx_create(&ctx));
+    ASSERT_OK(siwarp_alloc_pd(ctx, &pd));
+    ASSERT_OK(siwarp_create_cq(ctx, N, &cq));
+    a.send_cq = a.recv_cq = cq;
+    a.max_send_wr = 16;
+    a.max_recv_wr = N;
+    a.max_sge = 1;
+    ASSERT_OK(siwarp_create_qp(pd, &a, &qp));
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    lfd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_OK(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)));
+    ASSERT_OK(listen(lfd, 1));
+    ASSERT_OK(getsockname(lfd, (struct sockaddr *)&sa, &sl));
+    cfd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_OK(connect(cfd, (struct sockaddr *)&sa, sizeof(sa)));
+    sfd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK);
+    ASSERT(sfd >= 0);
+    setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    struct swp_nego n;
+    memset(&n, 0, sizeof(n));
+    n.mpa_rev = 2;
+    n.crc = true;
+    n.ird = n.ord = 4;
+    n.mulpdu = 16384;
+    n.max_rx_ulpdu = 65535;
+    ASSERT_OK(swp_qp_attach_fd(qp, sfd, &n));
+    swp_rx_budget = 3;           /* spend the budget quickly */
+    struct siwarp_mr *mr;
+    ASSERT_OK(siwarp_reg_mr(pd, rbuf, sizeof(rbuf), SIWARP_ACCESS_LOCAL_WRITE, &mr));
+    for (int i = 0; i < N; i++) {
+        struct siwarp_sge sg = { rbuf[i], SZ, siwarp_mr_stag(mr) };
+        struct siwarp_recv_wr rw = { .wr_id = (uint64_t)i, .sg_list = &sg, .num_sge = 1 };
+        ASSERT_OK(siwarp_post_recv(qp, &rw, NULL));
+    }
+    int sent = 0, got = 0;
+    size_t foff = 0, flen = 0;
+    int fl = fcntl(cfd, F_GETFL);
+    fcntl(cfd, F_SETFL, fl | O_NONBLOCK);
+    for (int round = 0; got < N && round < 200000; round++) {
+        /* queue as much as the connection takes */
+        for (;;) {
+            if (foff == flen) {
+                if (sent == N)
+                    break;
+                uint32_t h = swp_ddp_build_untagged(f + 2, SWP_OP_SEND, true, 0, (uint32_t)sent + 1, 0, 0);
+                memset(f + 2 + h, (uint8_t)sent, SZ);
+                uint32_t ul = h + SZ, pad = swp_mpa_pad(ul);
+                swp_put16(f, (uint16_t)ul);
+                memset(f + 2 + ul, 0, pad);
+                swp_mpa_put_crc(f + 2 + ul + pad, swp_crc32c(0, f, 2 + ul + pad));
+                flen = 2 + ul + pad + 4;
+                foff = 0;
+                sent++;
+            }
+            ssize_t w = write(cfd, f + foff, flen - foff);
+            if (w <= 0)
+                break;
+            foff += (size_t)w;
+        }
+        siwarp_progress(ctx);
+        ASSERT_EQ(qp->rx.buf_head, qp->rx.buf_tail);   /* nothing left staged */
+        struct siwarp_wc wc[64];
+        int k = siwarp_poll_cq(cq, 64, wc);
+        ASSERT(k >= 0);
+        for (int i = 0; i < k; i++) {
+            ASSERT_EQ(wc[i].status, SIWARP_WC_SUCCESS);
+            ASSERT_EQ(wc[i].wr_id, got + i);
+            ASSERT_EQ(rbuf[got + i][SZ - 1], (uint8_t)(got + i));
+        }
+        got += k;
+    }
+    ASSERT_EQ(got, N);
+    close(cfd);
+    close(lfd);
 }
 
 /* Read all FPDUs available within ms; return how many, and their opcodes. */
