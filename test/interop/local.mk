@@ -49,3 +49,19 @@ check-interop-hw: contrib/siwarp-rping
 	    top_builddir="$(abs_top_builddir)" OUT="$${INTEROP_OUT:-}" \
 	    $(SHELL) $(top_srcdir)/test/interop/run-hw.sh $(INTEROP_HW_BOOTS)
 .PHONY: check-interop-hw
+
+# The BTL over the verbs backend in the guest, and the mixed-cluster MPI job
+# (host rank: software backend, guest rank: siw0 through verbs): a guest
+# with Open MPI (test/interop/build-guest-mpi.sh), test/interop/run-mpi-hw.sh.
+SIWVM_MPI ?= /tmp/siwvm-mpi
+EXTRA_DIST += test/interop/build-guest-mpi.sh test/interop/run-mpi-hw.sh \
+	test/interop/guest-mpi.sh test/interop/HW.md
+check-interop-mpi-hw: all
+	@if [ ! -f "$(SIWVM_MPI)/vmlinux" ] || [ ! -f "$(SIWVM_MPI)/initrd.img" ]; then \
+	    SIWVM="$(SIWVM)" SIWVM_MPI="$(SIWVM_MPI)" SIWVM_SCRIPTS="$(SIWVM_SCRIPTS)" \
+	    $(SHELL) $(top_srcdir)/test/interop/build-guest-mpi.sh || exit 1; \
+	fi
+	@SIWVM_MPI="$(SIWVM_MPI)" SIWVM_SCRIPTS="$(SIWVM_SCRIPTS)" top_srcdir="$(abs_top_srcdir)" \
+	    top_builddir="$(abs_top_builddir)" OUT="$${INTEROP_OUT:-}" \
+	    $(SHELL) $(top_srcdir)/test/interop/run-mpi-hw.sh
+.PHONY: check-interop-mpi-hw
