@@ -169,6 +169,8 @@ typedef struct mca_btl_siwarp_component_t {
     int   mulpdu;
     int   ird_ord;
     int   connect_timeout;   /* ms */
+    int   llp_timeout;       /* ms, dead-link detection (0: library default) */
+    int   big_fpdu;          /* larger FPDUs between siwarp peers (0: off) */
     int   progress_thread;
     int   fallback;          /* enum mca_btl_siwarp_fallback */
     int   disable_loopback;

@@ -163,7 +163,9 @@ static int siwarp_component_register(void)
              OPAL_INFO_LVL_4);
     c->p2p = 1;
     reg_bool("p2p", "Use RFC 6581 peer-to-peer mode (0 or 1)", &c->p2p, OPAL_INFO_LVL_4);
-    c->rtr = SIWARP_RTR_WRITE;
+    /* Read: the only RTR with an answer, what Chelsio and irdma expect, and
+     * the one that survives stock siw 6.1's passive-side race */
+    c->rtr = SIWARP_RTR_READ;
     reg_enum("rtr", "Peer-to-peer ready-to-receive message type: none, send, write, read",
              rtr_values, &c->rtr, OPAL_INFO_LVL_4);
     c->mulpdu = 0;
@@ -172,6 +174,15 @@ static int siwarp_component_register(void)
     c->ird_ord = 16;
     reg_int("ird_ord", "Inbound / outbound RDMA Read depth negotiated per connection "
             "(1-1024)", &c->ird_ord, OPAL_INFO_LVL_5);
+    c->llp_timeout = 30000;
+    reg_int("llp_timeout", "Milliseconds after which a connection whose peer stopped answering "
+            "(dead node, link down) is declared lost: TCP keepalive and TCP_USER_TIMEOUT "
+            "(1000-600000)", &c->llp_timeout, OPAL_INFO_LVL_4);
+    c->big_fpdu = 0;
+    reg_int("big_fpdu", "Largest FPDU payload offered to a peer that is siwarp too, agreed in "
+            "the MPA exchange (0: off, MSS-sized FPDUs toward everyone; else 2048-65535). "
+            "Uses reserved MPA flag bits, so leave it off toward strict RNICs",
+            &c->big_fpdu, OPAL_INFO_LVL_5);
     c->connect_timeout = 10000;
     reg_int("connect_timeout", "Milliseconds allowed for each connection step: the MPA "
             "exchange, the TCP-fallback handshake, and the wait for the peer's own "
@@ -257,6 +268,12 @@ static int siwarp_verify_params(void)
     }
     if (c->connect_timeout < 100 || c->connect_timeout > 600000) {
         return bad("btl_siwarp_connect_timeout", c->connect_timeout, "100 to 600000");
+    }
+    if (c->llp_timeout < 1000 || c->llp_timeout > 600000) {
+        return bad("btl_siwarp_llp_timeout", c->llp_timeout, "1000 to 600000");
+    }
+    if (c->big_fpdu != 0 && (c->big_fpdu < 2048 || c->big_fpdu > 65535)) {
+        return bad("btl_siwarp_big_fpdu", c->big_fpdu, "0 (off) or 2048 to 65535");
     }
     if (b->btl_max_send_size < 1024 || b->btl_max_send_size > 16 * 1024 * 1024) {
         return bad("btl_siwarp_max_send_size", (long) b->btl_max_send_size,
@@ -442,15 +459,7 @@ static int iwarp_listen_on(mca_btl_siwarp_module_t *m, struct sockaddr_storage *
     int tries = c->port_min ? c->port_range : 1;
     int rc = -EADDRINUSE;
 
-    siwarp_conn_param_default(&p);
-    p.mpa_rev = c->mpa_rev;
-    p.crc = c->crc;
-    p.markers = c->markers;
-    p.p2p = c->p2p;
-    p.rtr = c->rtr;
-    p.ird = p.ord = (uint16_t) c->ird_ord;
-    p.mulpdu = (uint32_t) c->mulpdu;
-    p.timeout_ms = c->connect_timeout;
+    mca_btl_siwarp_conn_param(&p);
     for (int i = 0; i < tries; i++) {
         socklen_t len = (socklen_t) set_port(ss, c->port_min ? c->port_min + i : 0);
         rc = siwarp_listen(m->ctx, (struct sockaddr *) ss, len, &p, l);

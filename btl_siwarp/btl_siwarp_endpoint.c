@@ -204,7 +204,9 @@ int mca_btl_siwarp_parse_conn_pd(const void *data, size_t len, mca_btl_siwarp_co
 
 /* ---- iWARP QP setup ------------------------------------------------------ */
 
-static void conn_param(struct siwarp_conn_param *p, mca_btl_siwarp_conn_pd_t *pd, int reason)
+/* The connection parameters every connection and listener of this
+ * process uses, from the MCA parameters. */
+void mca_btl_siwarp_conn_param(struct siwarp_conn_param *p)
 {
     mca_btl_siwarp_component_t *c = &mca_btl_siwarp_component;
 
@@ -216,9 +218,16 @@ static void conn_param(struct siwarp_conn_param *p, mca_btl_siwarp_conn_pd_t *pd
     p->rtr = c->rtr;
     p->ird = p->ord = (uint16_t) c->ird_ord;
     p->mulpdu = (uint32_t) c->mulpdu;
+    p->big_fpdu = (uint32_t) c->big_fpdu;
     p->v1_fallback = 1;
     p->markers_fallback = 1;
     p->timeout_ms = c->connect_timeout;
+    p->llp_timeout_ms = c->llp_timeout;
+}
+
+static void conn_param(struct siwarp_conn_param *p, mca_btl_siwarp_conn_pd_t *pd, int reason)
+{
+    mca_btl_siwarp_conn_param(p);
     mca_btl_siwarp_fill_conn_pd(pd, reason);
     p->private_data = pd;
     p->private_data_len = sizeof(*pd);
@@ -736,18 +745,38 @@ void mca_btl_siwarp_ep_fail(mca_btl_siwarp_endpoint_t *ep, const char *why, int 
 {
     mca_btl_siwarp_module_t *m = ep->module;
     mca_btl_siwarp_frag_t *frag;
+    char info[512], cause[160];
+    struct siwarp_qp_attr attr;
 
     if (MCA_BTL_SIWARP_EP_FAILED == ep->state) {
         return;
     }
-    if (!m->finalizing) {
+    /* the decoded cause, read before the QP is moved to error below */
+    snprintf(cause, sizeof(cause), "%s", why);
+    if (ep->qp && 0 == siwarp_query_qp(ep->qp, &attr)) {
+        if (attr.term_recv || attr.term_sent) {
+            snprintf(cause, sizeof(cause), "%s (Terminate %s: %s)",
+                     attr.error_str[0] ? attr.error_str : why,
+                     attr.term_recv ? "received" : "sent",
+                     siwarp_term_str(attr.term_recv ? attr.term_recv : attr.term_sent));
+        } else if (attr.error_str[0]) {
+            snprintf(cause, sizeof(cause), "%s", attr.error_str);
+        }
+    }
+    snprintf(info, sizeof(info), "siwarp connection from %s to %s on %s failed: %s",
+             opal_process_info.nodename, OPAL_NAME_PRINT(ep->name),
+             mca_btl_siwarp_ep_peer_host(ep), cause);
+    if (!m->finalizing && 0 != show) {
         if (1 == show) {
             opal_show_help("help-mpi-btl-siwarp.txt", "unreachable peer", true,
                            opal_process_info.nodename, OPAL_NAME_PRINT(ep->name),
                            mca_btl_siwarp_ep_peer_host(ep), why);
-        } else if (2 == show) {
+        } else {
             report_qp_error(ep, why);
         }
+        /* one plain line on stderr too: Open MPI 4.1's help relay can drop
+         * the message above when the job aborts right after it */
+        BTL_ERROR(("%s", info));
     }
     mca_btl_siwarp_ep_set_state(ep, MCA_BTL_SIWARP_EP_FAILED);
     if (ep->qp) {
@@ -756,14 +785,12 @@ void mca_btl_siwarp_ep_fail(mca_btl_siwarp_endpoint_t *ep, const char *why, int 
     if (MCA_BTL_SIWARP_TR_TCP == ep->transport) {
         mca_btl_siwarp_tcp_close(ep);
     }
+    /* tell the PML first: failing a queued frag makes ob1 abort at once */
+    if (m->error_cb && !m->finalizing && ep->proc && 0 != show) {
+        m->error_cb(&m->super, MCA_BTL_ERROR_FLAGS_NONFATAL, ep->proc, info);
+    }
     while (NULL != (frag = (mca_btl_siwarp_frag_t *) opal_list_remove_first(&ep->pending))) {
         mca_btl_siwarp_frag_complete(m, frag, OPAL_ERR_UNREACH);
-    }
-    if (m->error_cb && !m->finalizing && ep->proc && 0 != show) {
-        char info[256];
-        snprintf(info, sizeof(info), "siwarp connection to %s failed: %s",
-                 OPAL_NAME_PRINT(ep->name), why);
-        m->error_cb(&m->super, MCA_BTL_ERROR_FLAGS_NONFATAL, ep->proc, info);
     }
 }
 
@@ -1051,6 +1078,31 @@ static void handle_recv(mca_btl_siwarp_module_t *m, mca_btl_siwarp_endpoint_t *e
     mca_btl_siwarp_ep_progress_pending(ep);
 }
 
+/* An unsuccessful completion, flushes included: a flush means the QP left
+ * RTS (peer hung up, link dead after llp_timeout, Terminate), so unless we
+ * failed the endpoint ourselves it is lost now.  It is reported (and ob1
+ * told) when work was in flight or the error is not a plain flush; a peer
+ * that closed an idle connection -- as every peer does at MPI_Finalize --
+ * is only marked failed. */
+static void wc_failed(mca_btl_siwarp_endpoint_t *ep, const struct siwarp_wc *wc, int was_send)
+{
+    struct siwarp_qp_attr attr;
+    int busy = was_send || ep->outstanding || !opal_list_is_empty(&ep->pending);
+
+    if (MCA_BTL_SIWARP_EP_FAILED == ep->state || ep->module->finalizing) {
+        return;
+    }
+    if (wc->qp != ep->qp) {
+        return;     /* an abandoned QP (lost simultaneous connect, retry) */
+    }
+    if (SIWARP_WC_WR_FLUSH_ERR == wc->status && ep->qp && 0 == siwarp_query_qp(ep->qp, &attr)
+        && SIWARP_QPS_ERROR != attr.state && SIWARP_QPS_TERMINATE != attr.state) {
+        return;     /* flushed while the QP lives: nothing to report */
+    }
+    mca_btl_siwarp_ep_fail(ep, siwarp_wc_status_str(wc->status),
+                           busy || SIWARP_WC_WR_FLUSH_ERR != wc->status ? 2 : 0);
+}
+
 int mca_btl_siwarp_ep_handle_wc(mca_btl_siwarp_module_t *m, struct siwarp_wc *wc)
 {
     mca_btl_siwarp_frag_t *frag = (mca_btl_siwarp_frag_t *) (uintptr_t) wc->wr_id;
@@ -1061,11 +1113,7 @@ int mca_btl_siwarp_ep_handle_wc(mca_btl_siwarp_module_t *m, struct siwarp_wc *wc
     }
     if (MCA_BTL_SIWARP_FRAG_RECV == frag->type) {
         if (SIWARP_WC_SUCCESS != wc->status) {
-            if (SIWARP_WC_WR_FLUSH_ERR != wc->status && MCA_BTL_SIWARP_EP_FAILED != ep->state) {
-                mca_btl_siwarp_ep_fail(ep, siwarp_wc_status_str(wc->status),
-                                       ep->outstanding || !opal_list_is_empty(&ep->pending)
-                                       || ep->had_traffic ? 2 : 0);
-            }
+            wc_failed(ep, wc, 0);
             return 1;
         }
         handle_recv(m, ep, frag, wc->byte_len);
@@ -1075,9 +1123,7 @@ int mca_btl_siwarp_ep_handle_wc(mca_btl_siwarp_module_t *m, struct siwarp_wc *wc
     ep->sq_free++;
     ep->outstanding--;
     if (SIWARP_WC_SUCCESS != wc->status) {
-        if (MCA_BTL_SIWARP_EP_FAILED != ep->state) {
-            mca_btl_siwarp_ep_fail(ep, siwarp_wc_status_str(wc->status), 2);
-        }
+        wc_failed(ep, wc, 1);
         mca_btl_siwarp_frag_complete(m, frag, OPAL_ERROR);
         return 1;
     }

@@ -130,6 +130,8 @@ void mca_btl_siwarp_modex_to_sockaddr(const mca_btl_siwarp_modex_addr_t *a, uint
 const mca_btl_siwarp_modex_addr_t *mca_btl_siwarp_ep_next_addr(mca_btl_siwarp_endpoint_t *ep);
 void mca_btl_siwarp_graveyard_clear(mca_btl_siwarp_module_t *m);
 void mca_btl_siwarp_fill_conn_pd(mca_btl_siwarp_conn_pd_t *pd, int reason);
+struct siwarp_conn_param;
+void mca_btl_siwarp_conn_param(struct siwarp_conn_param *p);
 int  mca_btl_siwarp_parse_conn_pd(const void *data, size_t len, mca_btl_siwarp_conn_pd_t *out);
 
 /* btl_siwarp_fallback.c: framed TCP */
