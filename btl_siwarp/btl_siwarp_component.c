@@ -210,6 +210,9 @@ static int bad(const char *name, long value, const char *want)
     snprintf(v, sizeof(v), "%ld", value);
     opal_show_help("help-mpi-btl-siwarp.txt", "bad mca value", true,
                    opal_process_info.nodename ? opal_process_info.nodename : "?", name, v, want);
+    /* and one plain line: Open MPI 4.1's help relay can drop the text above
+     * when the job ends right after it */
+    BTL_ERROR(("cannot use %s = %s (allowed: %s); the siwarp BTL is disabled", name, v, want));
     return OPAL_ERR_BAD_PARAM;
 }
 

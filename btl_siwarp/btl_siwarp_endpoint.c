@@ -321,7 +321,10 @@ static void qp_abandon(mca_btl_siwarp_endpoint_t *ep)
     if (NULL == ep->qp) {
         return;
     }
-    siwarp_qp_to_error(ep->qp);
+    /* an orderly close (FIN once the send queue drained): the peer sees a
+     * clean end of stream, not a Terminate it would have to report -- this
+     * runs for every connection at MPI_Finalize */
+    siwarp_disconnect(ep->qp);
     siwarp_qp_set_context(ep->qp, NULL);
     g = OBJ_NEW(mca_btl_siwarp_grave_t);
     g->qp = ep->qp;
@@ -1092,12 +1095,18 @@ static void wc_failed(mca_btl_siwarp_endpoint_t *ep, const struct siwarp_wc *wc,
     if (MCA_BTL_SIWARP_EP_FAILED == ep->state || ep->module->finalizing) {
         return;
     }
-    if (wc->qp != ep->qp) {
-        return;     /* an abandoned QP (lost simultaneous connect, retry) */
+    if (MCA_BTL_SIWARP_EP_CONNECTED != ep->state) {
+        /* a connect that failed (a lost simultaneous connect is rejected):
+         * the connection logic decides (retry, wait, fallback) */
+        return;
     }
-    if (SIWARP_WC_WR_FLUSH_ERR == wc->status && ep->qp && 0 == siwarp_query_qp(ep->qp, &attr)
-        && SIWARP_QPS_ERROR != attr.state && SIWARP_QPS_TERMINATE != attr.state) {
-        return;     /* flushed while the QP lives: nothing to report */
+    if (SIWARP_WC_WR_FLUSH_ERR == wc->status && ep->qp && 0 == siwarp_query_qp(ep->qp, &attr)) {
+        if (SIWARP_QPS_ERROR != attr.state && SIWARP_QPS_TERMINATE != attr.state) {
+            return;     /* flushed while the QP lives: nothing to report */
+        }
+        /* an idle connection that died (keepalive, reset, Terminate) is a
+         * failure too; only an orderly close of an idle one is quiet */
+        busy = busy || attr.error != 0 || attr.term_recv || attr.term_sent;
     }
     mca_btl_siwarp_ep_fail(ep, siwarp_wc_status_str(wc->status),
                            busy || SIWARP_WC_WR_FLUSH_ERR != wc->status ? 2 : 0);
