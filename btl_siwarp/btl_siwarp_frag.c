@@ -1,6 +1,8 @@
 /*
  * btl_siwarp_frag.c - descriptor lists.
  */
+#include <string.h>
+
 #include "btl_siwarp.h"
 #include "btl_siwarp_frag.h"
 
@@ -26,6 +28,12 @@ int mca_btl_siwarp_frag_init(opal_free_list_item_t *item, void *ctx)
 
     frag->list = (opal_free_list_t *) ctx;
     frag->hdr = (mca_btl_siwarp_hdr_t *) item->ptr;
+    /* Zeroed once, when the list grows: padding bytes that headers (ours,
+     * ob1's) never write would otherwise carry old heap contents onto the
+     * wire (valgrind: sendmsg points to uninitialised bytes). */
+    if (item->ptr && frag->list->fl_payload_buffer_size) {
+        memset(item->ptr, 0, frag->list->fl_payload_buffer_size);
+    }
     frag->lkey = reg ? reg->handle.stag : 0;
     return OPAL_SUCCESS;
 }
