@@ -3,9 +3,9 @@
 # per target), into $(builddir)/test/mpi; the driver prints TAP.
 
 if HAVE_OMPI
-TESTS += test/mpi/run-mpi-tests.sh
+TESTS += test/mpi/run-mpi-tests.sh test/mpi/valgrind-mpi.sh
 endif
-dist_noinst_SCRIPTS += test/mpi/run-mpi-tests.sh
+dist_noinst_SCRIPTS += test/mpi/run-mpi-tests.sh test/mpi/valgrind-mpi.sh
 EXTRA_DIST += \
 	test/mpi/mpi_common.h \
 	test/mpi/mpi_pingpong.c \
