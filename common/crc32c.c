@@ -331,18 +331,21 @@ T_SSE42 static INLINE uint32_t sse42_body(uint32_t crc, const uint8_t *p, uint8_
         head = len;
     crc = serial(crc, p, d, head, copy);
     p += head;
-    d += copy ? head : 0;
+    if (copy)
+        d += head;
     len -= head;
     while (len >= 3 * LONG_BLK) {
         crc = sse42_round(crc, p, d, LONG_BLK, shift_long, copy);
         p += 3 * LONG_BLK;
-        d += copy ? 3 * LONG_BLK : 0;
+        if (copy)
+            d += 3 * LONG_BLK;
         len -= 3 * LONG_BLK;
     }
     while (len >= 3 * SHORT_BLK) {
         crc = sse42_round(crc, p, d, SHORT_BLK, shift_short, copy);
         p += 3 * SHORT_BLK;
-        d += copy ? 3 * SHORT_BLK : 0;
+        if (copy)
+            d += 3 * SHORT_BLK;
         len -= 3 * SHORT_BLK;
     }
     return serial(crc, p, d, len, copy);
@@ -405,7 +408,8 @@ T_PCLMUL static INLINE uint32_t fold128_body(uint32_t crc, const uint8_t *p, uin
 
         x0 = _mm_xor_si128(x0, _mm_cvtsi32_si128((int)crc));
         p += 64;
-        d += copy ? 64 : 0;
+        if (copy)
+            d += 64;
         len -= 64;
         k = kx(K512);
         while (len >= 64) {
@@ -414,7 +418,8 @@ T_PCLMUL static INLINE uint32_t fold128_body(uint32_t crc, const uint8_t *p, uin
             x2 = _mm_xor_si128(mul128(x2, k), ld128(p, d, 32, copy));
             x3 = _mm_xor_si128(mul128(x3, k), ld128(p, d, 48, copy));
             p += 64;
-            d += copy ? 64 : 0;
+            if (copy)
+                d += 64;
             len -= 64;
         }
         x = _mm_xor_si128(_mm_xor_si128(mul128(x0, kx(K384)), mul128(x1, kx(K256))),
@@ -422,14 +427,16 @@ T_PCLMUL static INLINE uint32_t fold128_body(uint32_t crc, const uint8_t *p, uin
     } else {
         x = _mm_xor_si128(ld128(p, d, 0, copy), _mm_cvtsi32_si128((int)crc));
         p += 16;
-        d += copy ? 16 : 0;
+        if (copy)
+            d += 16;
         len -= 16;
     }
     k = kx(K128);
     while (len >= 16) {
         x = _mm_xor_si128(mul128(x, k), ld128(p, d, 0, copy));
         p += 16;
-        d += copy ? 16 : 0;
+        if (copy)
+            d += 16;
         len -= 16;
     }
     return serial(crc_of128(x), p, d, len, copy);
@@ -491,7 +498,8 @@ T_VPCLMUL static INLINE uint32_t fold512_body(uint32_t crc, const uint8_t *p, ui
 
         z0 = _mm512_xor_si512(z0, c0);
         p += 256;
-        d += copy ? 256 : 0;
+        if (copy)
+            d += 256;
         len -= 256;
         k = kz(K2048);
         while (len >= 256) {
@@ -500,7 +508,8 @@ T_VPCLMUL static INLINE uint32_t fold512_body(uint32_t crc, const uint8_t *p, ui
             z2 = fold512(z2, k, ld512(p, d, 128, copy));
             z3 = fold512(z3, k, ld512(p, d, 192, copy));
             p += 256;
-            d += copy ? 256 : 0;
+            if (copy)
+                d += 256;
             len -= 256;
         }
         z = fold512(z0, kz(K1536), z3);
@@ -509,14 +518,16 @@ T_VPCLMUL static INLINE uint32_t fold512_body(uint32_t crc, const uint8_t *p, ui
     } else {
         z = _mm512_xor_si512(ld512(p, d, 0, copy), c0);
         p += 64;
-        d += copy ? 64 : 0;
+        if (copy)
+            d += 64;
         len -= 64;
     }
     k = kz(K512);
     while (len >= 64) {
         z = fold512(z, k, ld512(p, d, 0, copy));
         p += 64;
-        d += copy ? 64 : 0;
+        if (copy)
+            d += 64;
         len -= 64;
     }
     /* lanes 0, 1, 2 moved forward by 48, 32, 16 bytes onto lane 3 */
@@ -533,7 +544,8 @@ T_VPCLMUL static INLINE uint32_t fold512_body(uint32_t crc, const uint8_t *p, ui
     while (len >= 16) {
         x = _mm_xor_si128(mul128(x, _mm512_castsi512_si128(k)), ld128(p, d, 0, copy));
         p += 16;
-        d += copy ? 16 : 0;
+        if (copy)
+            d += 16;
         len -= 16;
     }
     return serial(crc_of128(x), p, d, len, copy);

@@ -27,7 +27,8 @@ if ! command -v "$CC" >/dev/null 2>&1; then
     exit 1
 fi
 
-lib="crc32c mpa ddp rdmap cm cm_listen qp qp_tx qp_rx mem cq progress verbs"
+# the software stack only: the verbs backend is stubbed (hw_stub.c)
+lib="crc32c mpa ddp rdmap cm cm_listen qp qp_tx qp_rx mem cq progress verbs backend hw_stub"
 inc="-I$top/include -I$top/common -I$top/test -I$top/test/fuzz"
 cflags="-std=gnu11 -g -O1 -pthread -fno-omit-frame-pointer -Wall -Wextra -Wno-unused-parameter"
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
