@@ -5,7 +5,8 @@
 # Builds the committed HEAD (a fresh clone: uncommitted changes are not
 # seen) out of tree in DIR (default ${TMPDIR:-/tmp}/siwarp-sanitizers) with
 # CC=clang --enable-sanitizers, runs every test of `make check` except the
-# MPI ones (test/mpi: the BTL is loaded into mpirun's processes, which are
+# MPI ones (test/mpi, test/fault's mpirun scripts: the BTL is loaded into
+# mpirun's processes, which are
 # not built with ASan), and fails on any test failure or any sanitizer
 # report found in a log, even from a process whose exit status was lost.
 #
@@ -37,7 +38,8 @@ cat >print-tests.mk <<'EOF'
 print-tests:
 	@echo $(TESTS)
 EOF
-tests=$(make -s -f Makefile -f print-tests.mk print-tests | tr ' ' '\n' | grep -v '^test/mpi/' | tr '\n' ' ')
+tests=$(make -s -f Makefile -f print-tests.mk print-tests | tr ' ' '\n' |
+       grep -v -e '^test/mpi/' -e '^test/fault/mpi-faults.sh' -e '^test/fault/soak-short.sh' | tr '\n' ' ')
 echo "ci-sanitizers: $(echo $tests | wc -w) test programs under ASan+UBSan"
 
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=1:strict_string_checks=1:check_initialization_order=1"
