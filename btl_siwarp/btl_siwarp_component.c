@@ -659,7 +659,8 @@ int mca_btl_siwarp_progress_module(mca_btl_siwarp_module_t *m)
      * pass and an accept4() whose answer is almost always "nothing", and
      * ob1 calls this in a tight loop while it waits for a message.  A
      * connection waits at most 32 polls -- microseconds. */
-    for (int i = 0; 0 == (m->polls++ & 31) && i < m->num_listen; i++) {
+    int look = 0 == (m->polls++ & 31);
+    for (int i = 0; look && i < m->num_listen; i++) {
         struct siwarp_conn_req *req;
         if (m->listen[i].listener) {
             while (0 == siwarp_get_conn_request(m->listen[i].listener, &req)) {

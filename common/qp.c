@@ -319,23 +319,28 @@ void swp_qp_term_received(struct siwarp_qp *qp, uint32_t term)
 /* Orderly end of stream from the peer, or a TCP error. */
 void swp_qp_llp_closed(struct siwarp_qp *qp, int err, bool clean)
 {
+    bool in_flight;
+
     if (qp->state == SIWARP_QPS_ERROR)
         return;
-    if (clean)
+    /* A peer that closes while our work is in flight (sent but not done, or
+     * a Read unanswered) failed that work at the lower layer, however
+     * cleanly the stream ended; only an idle connection closes cleanly. */
+    swp_sq_retire(qp);
+    in_flight = qp->sqr.head != qp->sqr.tail;
+    if (clean && !in_flight)
         swp_qp_set_error(qp, 0, "peer closed the connection");
+    else if (clean)
+        swp_qp_set_error(qp, -ECONNRESET, "peer closed the connection with work in flight");
     else
         swp_qp_set_error(qp, err, err == -ECONNRESET ? "connection reset by peer"
                                                      : "TCP connection lost");
     qp->tx.pending = 0;
     qp->tx.niov = qp->tx.iov_done = 0;
-    if (!clean) {
-        /* the WR in flight failed at the lower layer */
-        swp_sq_retire(qp);
-        if (qp->sqr.head != qp->sqr.tail) {
-            struct swp_swqe *w = &qp->sq[qp->sqr.head & qp->sqr.mask];
-            w->status = SIWARP_WC_LLP_ERR;
-            w->vendor_err = SWP_TERM(SWP_TERM_LAYER_LLP, 0, SWP_LLP_EC_TCP_LOST);
-        }
+    if (in_flight) {
+        struct swp_swqe *w = &qp->sq[qp->sqr.head & qp->sqr.mask];
+        w->status = SIWARP_WC_LLP_ERR;
+        w->vendor_err = SWP_TERM(SWP_TERM_LAYER_LLP, 0, SWP_LLP_EC_TCP_LOST);
     }
     swp_qp_enter_error(qp);
 }

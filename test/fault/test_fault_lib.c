@@ -467,6 +467,11 @@ TEST(flip_crc_off_goes_undetected_one_bit_silently_wrong)
 }
 
 /* The proxy ends the connection 1 MiB into a 4 MiB Write. */
+/* The Write is far larger than the kernel can buffer between us and the
+ * proxy, so it is still on its way when the connection drops (a Write
+ * completes once TCP took all of it). */
+#define DROP_W (32 * MiB)
+
 static void drop_case(const char *how)
 {
     struct pair p;
@@ -476,15 +481,15 @@ static void drop_case(const char *how)
     char cmd[64];
     uint64_t t0;
 
-    pair_up(&p, 4 * MiB + NRECV * RSLOT, 1, 0, NULL);
+    pair_up(&p, DROP_W + NRECV * RSLOT, 1, 0, NULL);
     for (int i = 0; i < NRECV; i++) {
-        post_recv(&p.s, 100 + (uint64_t) i, 4 * MiB + (size_t) i * RSLOT, RSLOT);
+        post_recv(&p.s, 100 + (uint64_t) i, DROP_W + (size_t) i * RSLOT, RSLOT);
     }
-    fill(p.c.buf, 4 * MiB, 2);
+    fill(p.c.buf, DROP_W, 2);
     snprintf(cmd, sizeof(cmd), "drop %s 1048576 up", how);
     proxy_cmd(cmd, NULL, 0);
     t0 = now_ms();
-    post_write(&p, 1, 4 * MiB);
+    post_write(&p, 1, DROP_W);
     post_send(&p.c, 2, 0, 64);
     collect(&p, ws, NRECV, &ns, wc, 2, &nc, 20000);
     fprintf(stderr, "# drop %s: completions after %llu ms\n", how,
