@@ -59,12 +59,7 @@ int swp_hw_create_qp(struct siwarp_pd *pd, const struct siwarp_qp_init_attr *att
     qp->pl.fd = -1;                  /* siwarp_qp_fd: no socket of ours */
     qp->state = SIWARP_QPS_IDLE;
     swp_list_init(&qp->link);
-    swp_lock(pd->ctx);
-    pd->refs++;
-    qp->scq->refs++;
-    qp->rcq->refs++;
-    swp_list_add_tail(&pd->ctx->qps, &qp->link);
-    swp_unlock(pd->ctx);
+    swp_qp_link(qp);
     *out = qp;
     return 0;
 }

@@ -60,6 +60,17 @@ static uint32_t swp_pow2(uint32_t n)
     return p;
 }
 
+/* A new QP holds its PD and CQs and joins its context's list (both backends). */
+void swp_qp_link(struct siwarp_qp *qp)
+{
+    swp_lock(qp->ctx);
+    qp->pd->refs++;
+    qp->scq->refs++;
+    qp->rcq->refs++;
+    swp_list_add_tail(&qp->ctx->qps, &qp->link);
+    swp_unlock(qp->ctx);
+}
+
 int siwarp_create_qp(struct siwarp_pd *pd, const struct siwarp_qp_init_attr *attr,
                      struct siwarp_qp **out)
 {
@@ -108,12 +119,7 @@ int siwarp_create_qp(struct siwarp_pd *pd, const struct siwarp_qp_init_attr *att
         qp->rx.msn[i] = 1;
     }
 
-    swp_lock(pd->ctx);
-    pd->refs++;
-    qp->scq->refs++;
-    qp->rcq->refs++;
-    swp_list_add_tail(&pd->ctx->qps, &qp->link);
-    swp_unlock(pd->ctx);
+    swp_qp_link(qp);
     *out = qp;
     return 0;
 err:

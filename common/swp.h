@@ -356,6 +356,7 @@ void swp_qp_conn_failed(struct siwarp_qp *qp, int err, const char *why);
 void swp_qp_io(struct swp_pollable *p, uint32_t events);
 void swp_sq_retire(struct siwarp_qp *qp);
 int  swp_qp_attach_fd(struct siwarp_qp *qp, int fd, const struct swp_nego *nego);
+void swp_qp_link(struct siwarp_qp *qp);
 void swp_qp_term_received(struct siwarp_qp *qp, uint32_t term);
 void swp_qp_llp_closed(struct siwarp_qp *qp, int err, bool clean);
 
