@@ -155,6 +155,7 @@ typedef struct mca_btl_siwarp_component_t {
     int   port_range;
     int   rq_depth;
     int   credit_threshold;
+    int   tx_coalesce;
     int   sq_depth;
     int   max_inline;
     int   free_list_num;

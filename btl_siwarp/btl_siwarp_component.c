@@ -137,6 +137,10 @@ static int siwarp_component_register(void)
     c->sq_depth = 512;
     reg_int("sq_depth", "Send queue depth per connection (Sends, RDMA Writes and Reads "
             "outstanding; 4-65536)", &c->sq_depth, OPAL_INFO_LVL_5);
+    c->tx_coalesce = 16;
+    reg_int("tx_coalesce", "Sends posted to one peer between two progress calls that may wait "
+            "for the next progress call and leave in one sendmsg (the first always leaves at "
+            "once; 0: every send leaves at once; 1-1024)", &c->tx_coalesce, OPAL_INFO_LVL_5);
     c->max_inline = 64;
     reg_int("max_inline", "Bytes copied into the send queue at post time (0-1024)",
             &c->max_inline, OPAL_INFO_LVL_6);
@@ -244,6 +248,9 @@ static int siwarp_verify_params(void)
     }
     if (c->sq_depth < 4 || c->sq_depth > 65536) {
         return bad("btl_siwarp_sq_depth", c->sq_depth, "4 to 65536");
+    }
+    if (c->tx_coalesce < 0 || c->tx_coalesce > 1024) {
+        return bad("btl_siwarp_tx_coalesce", c->tx_coalesce, "0 to 1024");
     }
     if (c->max_inline < 0 || c->max_inline > 1024) {
         return bad("btl_siwarp_max_inline", c->max_inline, "0 to 1024");

@@ -261,6 +261,7 @@ static int qp_create(mca_btl_siwarp_endpoint_t *ep)
         .max_sge = 2,
         .max_inline = (uint32_t) c->max_inline,
         .sq_sig_all = 0,
+        .tx_coalesce = (uint32_t) c->tx_coalesce,
     };
     int rc, i;
 

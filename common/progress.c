@@ -170,6 +170,9 @@ int swp_progress_locked(struct siwarp_ctx *ctx, int timeout_ms)
     struct epoll_event ev[64];
     int n, handled = 0;
 
+    ctx->epoch++;
+    if (!swp_list_empty(&ctx->tx_held))
+        swp_tx_flush_held(ctx);
     if (timeout_ms == 0 && ctx->direct_poll && (n = swp_progress_direct(ctx)) >= 0)
         return n;
 

@@ -96,6 +96,8 @@ int siwarp_create_qp(struct siwarp_pd *pd, const struct siwarp_qp_init_attr *att
         qp->init.max_sge = 1;
     qp->pl.fd = -1;
     swp_list_init(&qp->link);
+    swp_list_init(&qp->tx_held_link);
+    qp->tx_epoch = UINT64_MAX;      /* the first post goes out at once */
 
     n = swp_pow2(attr->max_send_wr);
     qp->sq = calloc(n, sizeof(*qp->sq));
@@ -154,6 +156,7 @@ int siwarp_destroy_qp(struct siwarp_qp *qp)
     swp_cm_fini(qp);
     swp_qp_close_fd(qp);
     swp_list_del(&qp->link);
+    swp_list_del(&qp->tx_held_link);
     swp_cq_purge_qp(qp->scq, qp);
     swp_cq_purge_qp(qp->rcq, qp);
     qp->pd->refs--;

@@ -545,3 +545,47 @@ int swp_tx_progress(struct siwarp_qp *qp)
         swp_sq_retire(qp);
     }
 }
+
+/* After a post: write now, or hold the WR back for one sendmsg with its
+ * neighbours.  On loopback and veth a sendmsg also runs the receiver's TCP
+ * input in the sender's context, so a burst of small Sends written one by
+ * one spends most of its time in per-call overhead.  Only the second and
+ * later posts between two progress calls are held (a lone post, as in a
+ * ping-pong, goes out at once), and never more than init.tx_coalesce:
+ * the post after that writes them all. */
+void swp_tx_post(struct siwarp_qp *qp)
+{
+    struct siwarp_ctx *ctx = qp->ctx;
+
+    if (qp->init.tx_coalesce && !qp->tx.pending) {
+        if (qp->tx_epoch != ctx->epoch) {
+            qp->tx_epoch = ctx->epoch;      /* first post since progress ran */
+        } else if (++qp->tx_held <= qp->init.tx_coalesce) {
+            if (swp_list_empty(&qp->tx_held_link)) {
+                /* the first WR held in this context makes the CQ fd
+                 * readable: an application that sleeps on it after posting
+                 * wakes up, polls, and so flushes (never a hang) */
+                if (swp_list_empty(&ctx->tx_held))
+                    swp_ctx_kick(ctx);
+                swp_list_add_tail(&ctx->tx_held, &qp->tx_held_link);
+            }
+            return;
+        }
+    }
+    qp->tx_held = 0;
+    swp_list_del(&qp->tx_held_link);
+    swp_tx_progress(qp);
+}
+
+/* Progress: write every held WR (called before the sockets are polled). */
+void swp_tx_flush_held(struct siwarp_ctx *ctx)
+{
+    while (!swp_list_empty(&ctx->tx_held)) {
+        struct siwarp_qp *qp = swp_container_of(ctx->tx_held.next, struct siwarp_qp,
+                                                tx_held_link);
+        swp_list_del(&qp->tx_held_link);
+        qp->tx_held = 0;
+        if (qp->state == SIWARP_QPS_RTS || qp->state == SIWARP_QPS_CLOSING)
+            swp_tx_progress(qp);
+    }
+}

@@ -337,6 +337,11 @@ struct siwarp_qp {
     int error;
     char error_str[128];
     struct swp_timer close_timer;    /* bounds the wait for a Terminate to leave */
+    /* send coalescing (init.tx_coalesce): WRs held back since the last
+     * sendmsg, the progress epoch of that sendmsg, and ctx->tx_held */
+    uint32_t tx_held;
+    uint64_t tx_epoch;
+    struct swp_list tx_held_link;
 };
 
 /* qp.c: state table and the one setter */
@@ -362,6 +367,8 @@ void swp_qp_llp_closed(struct siwarp_qp *qp, int err, bool clean);
 
 /* qp_tx.c */
 int  swp_tx_progress(struct siwarp_qp *qp);    /* 0, -EAGAIN, or fatal error */
+void swp_tx_post(struct siwarp_qp *qp);        /* after a post: send or coalesce */
+void swp_tx_flush_held(struct siwarp_ctx *ctx); /* progress: send coalesced WRs */
 void swp_tx_rtr_start(struct siwarp_qp *qp);   /* P2P start-up timer */
 int  swp_tx_queue_terminate(struct siwarp_qp *qp, uint32_t term, const uint8_t *hdr,
                             uint32_t hdr_len);
@@ -456,6 +463,8 @@ struct siwarp_ctx {
     uint32_t nstags, stag_free;
     uint64_t rng;
     uint64_t polls;                      /* busy polls, for the direct path */
+    uint64_t epoch;                      /* progress calls, for send coalescing */
+    struct swp_list tx_held;             /* QPs with coalesced sends to flush */
     bool direct_poll;                    /* SIWARP_DIRECT_POLL, default on */
 };
 

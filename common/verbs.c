@@ -36,6 +36,7 @@ int siwarp_ctx_create(struct siwarp_ctx **out)
     pthread_mutex_init(&ctx->lock, NULL);
     swp_list_init(&ctx->qps);
     swp_list_init(&ctx->timers);
+    swp_list_init(&ctx->tx_held);
     if (getrandom(&ctx->rng, sizeof(ctx->rng), 0) != sizeof(ctx->rng))
         ctx->rng = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
     ctx->rng |= 1;
@@ -167,7 +168,7 @@ int siwarp_post_send(struct siwarp_qp *qp, struct siwarp_send_wr *wr,
         }
     }
     if (qp->state == SIWARP_QPS_RTS || qp->state == SIWARP_QPS_CLOSING)
-        swp_tx_progress(qp);
+        swp_tx_post(qp);
     else if (qp->state == SIWARP_QPS_ERROR)
         swp_qp_flush(qp);     /* verbs: work posted in ERROR completes flushed */
     swp_unlock(qp->ctx);

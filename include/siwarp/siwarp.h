@@ -187,6 +187,14 @@ struct siwarp_qp_init_attr {
     uint32_t max_sge;           /* per WR, both queues */
     uint32_t max_inline;        /* bytes copied at post for SIWARP_SEND_INLINE */
     int sq_sig_all;
+    /* Send coalescing (software backend; 0: off).  The first post after a
+     * progress call goes to the socket at once; later posts made before the
+     * next siwarp_progress / siwarp_poll_cq / siwarp_wait wait for it, up to
+     * tx_coalesce of them (the next post writes them all): one sendmsg then
+     * carries many FPDUs.
+     * Costs latency only to the second and later WRs of a burst, until the
+     * application next polls. */
+    uint32_t tx_coalesce;
 };
 
 enum siwarp_qp_state {

@@ -419,4 +419,139 @@ TEST(cq_grows_and_destroy_purges)
     ASSERT_EQ(small->count, 0);
 }
 
+/* ---- send coalescing (init.tx_coalesce) ---------------------------------------- */
+
+static struct siwarp_qp *coalesce_qp(struct pair *p, uint32_t coalesce)
+{
+    struct siwarp_qp *qp;
+    struct siwarp_qp_init_attr a = { .send_cq = p->cq[0], .recv_cq = p->cq[0],
+                                     .max_send_wr = 64, .max_recv_wr = 1, .max_sge = 1,
+                                     .tx_coalesce = coalesce };
+    struct swp_nego n = nego_default(false, false);
+    n.initiator = true;
+    ASSERT_OK(siwarp_create_qp(p->pd, &a, &qp));
+    ASSERT_OK(swp_qp_attach_fd(qp, p->fd[0], &n));
+    return qp;
+}
+
+static void post8(struct siwarp_qp *qp, struct siwarp_sge *s, uint64_t id)
+{
+    struct siwarp_send_wr w = { .wr_id = id, .sg_list = s, .num_sge = 1,
+                                .opcode = SIWARP_WR_SEND, .send_flags = SIWARP_SEND_SIGNALED };
+    ASSERT_OK(siwarp_post_send(qp, &w, NULL));
+}
+
+/* bytes the raw peer could read now, in whole 8-byte Send FPDUs */
+static long fpdus_waiting(int fd)
+{
+    static uint8_t sink[65536];
+    ssize_t n = recv(fd, sink, sizeof(sink), MSG_PEEK | MSG_DONTWAIT);
+    return n < 0 ? 0 : n / (long)swp_fpdu_wire_len(SWP_HDR_UNTAGGED + 8, false);
+}
+
+/* The first post after progress leaves at once; later ones wait for the
+ * next progress call, at most tx_coalesce of them; the one after writes
+ * them all.  A raw peer counts what is on the wire. */
+TEST(tx_coalesce_holds_a_burst_until_progress)
+{
+    struct pair p;
+    uint8_t b[8] = "abcdefg";
+    pair_make_qps(&p);
+    struct siwarp_qp *qp = coalesce_qp(&p, 4);
+    struct siwarp_mr *m = reg(&p, b, sizeof(b), 0);
+    struct siwarp_sge s = { b, 8, siwarp_mr_stag(m) };
+    struct siwarp_wc wc[16];
+
+    post8(qp, &s, 1);
+    ASSERT_EQ(fpdus_waiting(p.fd[1]), 1);
+    for (int i = 2; i <= 5; i++)
+        post8(qp, &s, (uint64_t)i);
+    ASSERT_EQ(fpdus_waiting(p.fd[1]), 1);           /* four held */
+    ASSERT_EQ(siwarp_poll_cq(p.cq[0], 16, wc), 5);   /* progress flushes them */
+    ASSERT_EQ(fpdus_waiting(p.fd[1]), 5);
+    post8(qp, &s, 6);                                /* a new burst: at once */
+    ASSERT_EQ(fpdus_waiting(p.fd[1]), 6);
+    for (int i = 7; i <= 11; i++)
+        post8(qp, &s, (uint64_t)i);                  /* 7-10 held, 11 writes all */
+    ASSERT_EQ(fpdus_waiting(p.fd[1]), 11);
+    ASSERT_OK(siwarp_destroy_qp(qp));
+}
+
+/* Off (0) every post is written at once. */
+TEST(tx_coalesce_off_writes_every_post)
+{
+    struct pair p;
+    uint8_t b[8] = "abcdefg";
+    pair_make_qps(&p);
+    struct siwarp_qp *qp = coalesce_qp(&p, 0);
+    struct siwarp_mr *m = reg(&p, b, sizeof(b), 0);
+    struct siwarp_sge s = { b, 8, siwarp_mr_stag(m) };
+    for (int i = 1; i <= 8; i++) {
+        post8(qp, &s, (uint64_t)i);
+        ASSERT_EQ(fpdus_waiting(p.fd[1]), i);
+    }
+}
+
+/* Held sends make the CQ fd readable, so a process that sleeps on it
+ * after posting wakes and flushes; destroying a QP with held sends is
+ * safe. */
+TEST(tx_coalesce_held_sends_wake_the_cq_fd)
+{
+    struct pair p;
+    uint8_t b[8] = "abcdefg";
+    pair_make_qps(&p);
+    struct siwarp_qp *qp = coalesce_qp(&p, 8);
+    struct siwarp_mr *m = reg(&p, b, sizeof(b), 0);
+    struct siwarp_sge s = { b, 8, siwarp_mr_stag(m) };
+    struct siwarp_wc wc[4];
+
+    post8(qp, &s, 1);
+    while (siwarp_poll_cq(p.cq[0], 4, wc) > 0)
+        ;                                   /* drain: the fd is quiet now */
+    post8(qp, &s, 2);                       /* first of a burst: at once */
+    post8(qp, &s, 3);                       /* held */
+    struct pollfd pf = { .fd = siwarp_cq_fd(p.cq[0]), .events = POLLIN };
+    ASSERT_EQ(poll(&pf, 1, 1000), 1);
+    ASSERT_EQ(fpdus_waiting(p.fd[1]), 2);
+    ASSERT(siwarp_poll_cq(p.cq[0], 4, wc) >= 1);
+    ASSERT_EQ(fpdus_waiting(p.fd[1]), 3);
+    post8(qp, &s, 4);
+    post8(qp, &s, 5);                       /* held at destroy */
+    ASSERT_OK(siwarp_destroy_qp(qp));
+    siwarp_progress(p.ctx);                 /* must not touch the freed QP */
+}
+
+/* Two QPs: a long coalesced stream arrives whole and in order. */
+TEST(tx_coalesce_stream_in_order)
+{
+    enum { N = 300 };
+    struct pair p;
+    pair_make_qps(&p);
+    struct siwarp_qp *qp = coalesce_qp(&p, 16);
+    struct swp_nego n = nego_default(false, false);
+    ASSERT_OK(swp_qp_attach_fd(p.qp[1], p.fd[1], &n));
+    uint32_t *src = calloc(N, 4), *dst = calloc(N, 4);
+    struct siwarp_mr *ms = reg(&p, src, N * 4, 0), *md = reg(&p, dst, N * 4, ACC_ALL);
+    for (int i = 0; i < N; i++) {
+        struct siwarp_sge rs = { dst + i, 4, siwarp_mr_stag(md) };
+        struct siwarp_recv_wr rw = { .wr_id = (uint64_t)i, .sg_list = &rs, .num_sge = 1 };
+        ASSERT_OK(siwarp_post_recv(p.qp[1], &rw, NULL));
+    }
+    for (int i = 0; i < N; i++) {
+        struct siwarp_sge ss = { src + i, 4, siwarp_mr_stag(ms) };
+        struct siwarp_send_wr w = { .wr_id = (uint64_t)i, .sg_list = &ss, .num_sge = 1,
+                                    .opcode = SIWARP_WR_SEND };
+        src[i] = 0x5a000000u + (uint32_t)i;
+        ASSERT_OK(siwarp_post_send(qp, &w, NULL));
+        if (i % 50 == 49)
+            siwarp_progress(p.ctx);
+    }
+    for (int i = 0; i < N; i++) {
+        struct siwarp_wc wc = poll_wc(&p, 1);
+        ASSERT_EQ(wc.status, SIWARP_WC_SUCCESS);
+        ASSERT_EQ(wc.wr_id, i);
+    }
+    ASSERT_MEM_EQ(src, dst, N * 4);
+}
+
 SWP_TEST_MAIN()
