@@ -14,6 +14,8 @@
 #include "swp.h"
 
 #define SWP_RX_DIRECT_MIN 1024   /* payload left that makes readv() worth it */
+#define SWP_RX_LOOKAHEAD  64     /* staged behind a large segment: the next
+                                    header (any header fits) and a few bytes */
 #define SWP_RX_HDR_MIN    (SWP_MPA_HDR_LEN + (uint32_t)sizeof(struct swp_ctrl))
 #define SWP_ORQ_RTR       UINT32_MAX
 
@@ -96,6 +98,7 @@ static void rx_place_copy(struct siwarp_qp *qp, const uint8_t *src, uint32_t n)
 {
     struct swp_rx *rx = &qp->rx;
 
+    rx->copied += n;
     while (n) {
         uint32_t take = n;
         if (rx->place_idx < rx->place_niov) {
@@ -464,6 +467,7 @@ static int rx_hdr_step(struct siwarp_qp *qp)
     if (term)
         return rx_fatal(qp, term, swp_opinfo[rx->op].name);
     rx->payload_left = rx->seg_len;
+    rx->bulk = rx->seg_len >= SWP_RX_DIRECT_MIN && !qp->nego.markers_rx;
     rx->trailer_want = swp_mpa_pad(rx->ulpdu_len) + SWP_MPA_CRC_LEN;
     rx->trailer_got = 0;
     rx->state = rx->payload_left ? SWP_RX_PAYLOAD : SWP_RX_TRAILER;
@@ -602,12 +606,17 @@ static int rx_consume(struct siwarp_qp *qp)
     return 0;
 }
 
-/* Read payload (and the trailer behind it) straight into the target. */
-static int rx_direct(struct siwarp_qp *qp)
+/* Read payload and the trailer behind it straight into the target, and
+ * the next SWP_RX_LOOKAHEAD octets into the (empty) staging buffer: in a
+ * stream of large segments every FPDU then costs one readv() and its
+ * payload is copied once, by the kernel.  *full says the read filled every
+ * iovec (the socket may hold more). */
+static ssize_t rx_direct(struct siwarp_qp *qp, bool *full)
 {
     struct swp_rx *rx = &qp->rx;
-    struct iovec iov[SWP_MAX_SGE + 1];
+    struct iovec iov[SWP_MAX_SGE + 2];
     uint32_t n = 0, want = rx->payload_left;
+    size_t asked = 0;
     ssize_t got;
 
     for (uint32_t i = rx->place_idx; i < rx->place_niov && want; i++) {
@@ -623,11 +632,22 @@ static int rx_direct(struct siwarp_qp *qp)
     iov[n].iov_base = rx->trailer;
     iov[n].iov_len = rx->trailer_want;
     n++;
+    rx->buf_head = rx->buf_tail = 0;
+    iov[n].iov_base = rx->buf;
+    iov[n].iov_len = SWP_RX_LOOKAHEAD;
+    n++;
+    for (uint32_t i = 0; i < n; i++)
+        asked += iov[i].iov_len;
     got = readv(qp->pl.fd, iov, (int)n);
     if (got <= 0)
         return got == 0 ? 0 : -errno;
-    rx->stream_off += (uint64_t)got;
+    *full = (size_t)got == asked;
     uint32_t placed = (uint32_t)got < rx->payload_left ? (uint32_t)got : rx->payload_left;
+    uint32_t tr = (uint32_t)got - placed;
+    if (tr > rx->trailer_want)
+        tr = rx->trailer_want;
+    /* lookahead octets are counted when rx_consume parses them */
+    rx->stream_off += placed + tr;
     for (uint32_t i = 0, left = placed; left; i++) {
         uint32_t len = iov[i].iov_len < left ? (uint32_t)iov[i].iov_len : left;
         if (qp->nego.crc)
@@ -640,19 +660,21 @@ static int rx_direct(struct siwarp_qp *qp)
         left -= len;
     }
     rx->payload_left -= placed;
+    rx->direct += placed;
     if (rx->payload_left == 0) {
         uint32_t pad = rx->trailer_want - SWP_MPA_CRC_LEN;
         rx->state = SWP_RX_TRAILER;
-        rx->trailer_got = (uint32_t)got - placed;
-        if (qp->nego.crc && rx->trailer_got)
-            rx->crc = swp_crc32c(rx->crc, rx->trailer, rx->trailer_got < pad ? rx->trailer_got : pad);
-        if (rx->trailer_got == rx->trailer_want) {
+        rx->trailer_got = tr;
+        if (qp->nego.crc && tr)
+            rx->crc = swp_crc32c(rx->crc, rx->trailer, tr < pad ? tr : pad);
+        if (tr == rx->trailer_want) {
+            rx->buf_tail = (uint32_t)got - placed - tr;
             int rc = rx_fpdu_done(qp);
             if (rc < 0)
                 return rc;
         }
     }
-    return (int)got;
+    return got;
 }
 
 int swp_rx_progress(struct siwarp_qp *qp)
@@ -679,16 +701,23 @@ int swp_rx_progress(struct siwarp_qp *qp)
             continue;
         }
         if (rx->state == SWP_RX_PAYLOAD && !qp->nego.markers_rx &&
-            rx->payload_left >= SWP_RX_DIRECT_MIN && rx->place_idx < rx->place_niov) {
-            got = rx_direct(qp);
+            (rx->payload_left >= SWP_RX_DIRECT_MIN || rx->bulk) &&
+            rx->place_idx < rx->place_niov) {
+            bool full = false;
+            got = rx_direct(qp, &full);
+            short_read = !full;
         } else {
-            got = recv(qp->pl.fd, rx->buf, rx->buf_size, MSG_DONTWAIT);
+            /* after a large segment only a lookahead: the next payload
+             * is read by rx_direct, not copied out of staging */
+            uint32_t ask = rx->bulk && rx->state != SWP_RX_PAYLOAD ? SWP_RX_LOOKAHEAD
+                                                                   : rx->buf_size;
+            got = recv(qp->pl.fd, rx->buf, ask, MSG_DONTWAIT);
             if (got < 0)
                 got = -errno;
             else if (got > 0) {
                 rx->buf_head = 0;
                 rx->buf_tail = (uint32_t)got;
-                short_read = (uint32_t)got < rx->buf_size;
+                short_read = (uint32_t)got < ask;
             }
         }
         if (got == -EAGAIN || got == -EWOULDBLOCK)

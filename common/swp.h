@@ -261,6 +261,11 @@ struct swp_rx {
     uint32_t seg_len;                /* payload bytes of the current segment */
     unsigned op;                     /* opcode of the current segment */
     bool last;                       /* L flag of the current segment */
+    uint64_t copied, direct;         /* payload octets placed from staging /
+                                        read straight into the target */
+    bool bulk;                       /* the current (or last) segment is large:
+                                        read headers with a small lookahead so
+                                        payload goes straight to its target */
     /* current untagged message per queue: RFC 5041 5.3 */
     uint32_t msn[SWP_QN_COUNT];      /* next expected MSN per QN */
     uint32_t recv_got;               /* bytes placed into head RQ WQE */
