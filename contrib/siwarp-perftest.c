@@ -185,6 +185,13 @@ static int ctrl_recv(struct pt *p, void *msg, uint32_t len, const char *what)
     return 0;
 }
 
+/* a fresh control QP (connect retry) needs its receive again */
+static int ctrl_arm(struct pt *p)
+{
+    int rc = ctrl_post_recv(p);
+    return rc ? pt_fail(p, "control: post receive: %s", strerror(-rc)) : 0;
+}
+
 /* One ctx_xchg_data round: the client sends first, the server answers. */
 static int xchg(struct pt *p, const void *mine, void *theirs, uint32_t len, const char *what)
 {
@@ -301,17 +308,18 @@ static int xchg_params(struct pt *p)
 
 static int make_qp(struct pt *p, struct pt_conn *c, uint32_t sq, uint32_t rq)
 {
-    struct siwarp_qp_init_attr a = { 0 };
+    struct siwarp_qp_init_attr *a = &c->attr;
     int rc;
 
     if ((rc = siwarp_create_cq(p->ctx, (int)(sq + rq + 8), &c->cq)))
         return rc;
-    a.send_cq = a.recv_cq = c->cq;
-    a.max_send_wr = sq;
-    a.max_recv_wr = rq;
-    a.max_sge = 1;
-    a.max_inline = 64;
-    return siwarp_create_qp(p->pd, &a, &c->qp);
+    memset(a, 0, sizeof(*a));
+    a->send_cq = a->recv_cq = c->cq;
+    a->max_send_wr = sq;
+    a->max_recv_wr = rq;
+    a->max_sge = 1;
+    a->max_inline = 64;
+    return siwarp_create_qp(p->pd, a, &c->qp);
 }
 
 static void print_connected(struct pt *p, const char *name, struct siwarp_qp *qp)
@@ -326,20 +334,51 @@ static void print_connected(struct pt *p, const char *name, struct siwarp_qp *qp
            at.peer_private_data_len, (unsigned long long)((pt_now_us() - p->t0) / 1000));
 }
 
+/* perftest's client retries its connect (retry_rdma_connect: 10 tries, 100
+ * ms apart): its server answers the "data listener ready" record before it
+ * has called rdma_listen, so the first try may find nobody listening (through
+ * qemu's port forward: accepted, then closed).  Each try on a fresh QP. */
+#define PT_CONNECT_TRIES    10
+#define PT_CONNECT_RETRY_US 100000
+
 static int client_connect(struct pt *p, struct pt_conn *c, const struct sockaddr *sa,
                           socklen_t sl, const char *name)
 {
     struct siwarp_conn_param cp = p->o->cp;
-    int rc;
+    int rc = 0;
 
     /* the data QP of a Read test needs Read credits; perftest's read server
      * offers out_reads (128 on siw) */
     if (c == &p->data && p->o->verb == PT_READ && cp.ord < 128)
         cp.ord = cp.ird = 128;
-    if ((rc = siwarp_connect(c->qp, sa, sl, &cp)))
-        return pt_fail(p, "%s: connect: %s", name, strerror(-rc));
-    if ((rc = siwarp_connect_wait(c->qp, p->o->timeout_s * 1000)))
-        return pt_fail(p, "%s: connect: %s", name, strerror(-rc));
+    for (int t = 1; t <= PT_CONNECT_TRIES; t++) {
+        if (t > 1) {
+            struct siwarp_qp_attr at;
+            siwarp_query_qp(c->qp, &at);
+            printf("siwarp-perftest: %s connect try %d failed (%s), again in %d ms\n", name,
+                   t - 1, at.error_str[0] ? at.error_str : strerror(-rc),
+                   PT_CONNECT_RETRY_US / 1000);
+            siwarp_destroy_qp(c->qp);
+            c->qp = NULL;
+            for (uint64_t end = pt_now_us() + PT_CONNECT_RETRY_US; pt_now_us() < end;)
+                siwarp_wait(p->ctx, 10);
+            if ((rc = siwarp_create_qp(p->pd, &c->attr, &c->qp)))
+                return pt_fail(p, "%s: create QP: %s", name, strerror(-rc));
+            if (c->arm && c->arm(p))
+                return 1;
+        }
+        if ((rc = siwarp_connect(c->qp, sa, sl, &cp)))
+            return pt_fail(p, "%s: connect: %s", name, strerror(-rc));
+        rc = siwarp_connect_wait(c->qp, p->o->timeout_s * 1000);
+        if (!rc)
+            break;
+        /* only a peer that is not there (yet) is worth another try */
+        if (rc != -ECONNREFUSED && rc != -ECONNRESET && rc != -ECONNABORTED)
+            return pt_fail(p, "%s: connect: %s", name, strerror(-rc));
+    }
+    if (rc)
+        return pt_fail(p, "%s: connect: %s after %d tries", name, strerror(-rc),
+                       PT_CONNECT_TRIES);
     print_connected(p, name, c->qp);
     return 0;
 }
@@ -381,11 +420,22 @@ static int server_accept(struct pt *p, struct pt_conn *c, const char *name)
     return 0;
 }
 
-/* Orderly close of both QPs; waits a little for the FINs to leave. */
+/* Orderly close of both QPs.  The peer goes first: siw completes a Send only
+ * once it is through the socket, and a QP that sees our FIN before then
+ * flushes it -- perftest then fails its last exchange with "Bad wc status"
+ * although we received the message.  So wait (bounded) until the peer has
+ * closed a connection, then close ours and let the FINs leave. */
 static void close_all(struct pt *p)
 {
     struct pt_conn *cs[2] = { &p->data, &p->ctrl };
 
+    for (uint64_t end = pt_now_us() + 3000000u; pt_now_us() < end;) {
+        struct siwarp_qp_attr a, b;
+        if (siwarp_query_qp(p->ctrl.qp, &a) || siwarp_query_qp(p->data.qp, &b) ||
+            a.state != SIWARP_QPS_RTS || b.state != SIWARP_QPS_RTS)
+            break;
+        siwarp_wait(p->ctx, 50);
+    }
     for (int i = 0; i < 2; i++)
         if (cs[i]->qp)
             siwarp_disconnect(cs[i]->qp);
@@ -419,6 +469,7 @@ static int run(struct pt *p, const struct sockaddr *sa, socklen_t sl)
         return pt_fail(p, "register control buffer: %s", strerror(-rc));
     if ((rc = ctrl_post_recv(p)))
         return pt_fail(p, "control: post receive: %s", strerror(-rc));
+    p->ctrl.arm = ctrl_arm;
     if (o->server) {
         if ((rc = siwarp_listen(p->ctx, sa, sl, &o->cp, &p->l)))
             return pt_fail(p, "listen: %s", strerror(-rc));

@@ -70,9 +70,12 @@ struct pt_opts {
     struct siwarp_conn_param cp;
 };
 
+struct pt;
 struct pt_conn {
     struct siwarp_qp *qp;
     struct siwarp_cq *cq;
+    struct siwarp_qp_init_attr attr;    /* to create it again (connect retry) */
+    int (*arm)(struct pt *p);           /* receives to post on a fresh QP */
 };
 
 struct pt {
