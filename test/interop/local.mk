@@ -5,6 +5,8 @@
 #   make check-interop         boots the siw guest (building it with
 #                              ../shared/siw-vm/build-guest.sh when missing)
 #                              and runs the rping matrix; not part of check
+#   make check-interop-perftest  the same guest, perftest (ib_*_bw -R) in
+#                              both roles against contrib/siwarp-perftest
 # Paths are relative to the top of the tree.
 
 noinst_PROGRAMS += contrib/siwarp-rping
@@ -42,6 +44,19 @@ check-interop: contrib/siwarp-rping
 	    top_builddir="$(abs_top_builddir)" OUT="$${INTEROP_OUT:-}" \
 	    $(SHELL) $(top_srcdir)/test/interop/run-interop.sh $(INTEROP_BOOTS)
 .PHONY: check-interop
+
+# perftest -R (write/read/send bw) against siwarp-perftest, both roles, on
+# stock siw and siw with siwfix=1: test/interop/run-perftest.sh (TAP and a
+# summary table; PERFTEST_BOOTS="stock" to run one set-up).
+EXTRA_DIST += test/interop/run-perftest.sh test/interop/guest-perftest.sh
+check-interop-perftest: contrib/siwarp-perftest
+	@if [ ! -f "$(SIWVM)/vmlinux" ] || [ ! -f "$(SIWVM)/initrd.img" ]; then \
+	    SIWVM="$(SIWVM)" "$(SIWVM_SCRIPTS)/build-guest.sh" || exit 1; \
+	fi
+	@SIWVM="$(SIWVM)" SIWVM_SCRIPTS="$(SIWVM_SCRIPTS)" top_srcdir="$(abs_top_srcdir)" \
+	    top_builddir="$(abs_top_builddir)" OUT="$${INTEROP_OUT:+$${INTEROP_OUT}/perftest}" \
+	    $(SHELL) $(top_srcdir)/test/interop/run-perftest.sh $(PERFTEST_BOOTS)
+.PHONY: check-interop-perftest
 
 # The verbs backend (rdma-core) over siw0 in the guest, and the mixed case
 # (guest siw0 <-> host software backend): test/interop/run-hw.sh.
