@@ -283,17 +283,15 @@ static int post_recv_slot(struct pt *p, uint64_t i)
     return siwarp_post_recv(p->data.qp, &w, NULL);
 }
 
-static uint64_t recv_posted;
-
 /* send: the receives must be there before the handshake that starts the
  * client's Sends (perftest posts them before its last pre-test one) */
 int pt_data_server_arm(struct pt *p)
 {
     int rc;
 
-    for (recv_posted = 0; recv_posted < p->nslots; recv_posted++)
-        if ((rc = post_recv_slot(p, recv_posted)))
-            return pt_fail(p, "post receive %llu: %s", (unsigned long long)recv_posted,
+    for (p->recv_posted = 0; p->recv_posted < p->nslots; p->recv_posted++)
+        if ((rc = post_recv_slot(p, p->recv_posted)))
+            return pt_fail(p, "post receive %llu: %s", (unsigned long long)p->recv_posted,
                            strerror(-rc));
     return 0;
 }
@@ -351,10 +349,10 @@ int pt_data_run_server(struct pt *p)
                 t_first = pt_now_us();
             t_last = pt_now_us();
             rcnt++;
-            if (recv_posted < o->iters) {
-                if ((rc = post_recv_slot(p, recv_posted)))
+            if (p->recv_posted < o->iters) {
+                if ((rc = post_recv_slot(p, p->recv_posted)))
                     return pt_fail(p, "post receive: %s", strerror(-rc));
-                recv_posted++;
+                p->recv_posted++;
             }
             if (rcnt % cc == 0 || rcnt == o->iters) {
                 if ((rc = post_credit(p, (uint32_t)rcnt)))

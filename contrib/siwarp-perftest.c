@@ -507,6 +507,12 @@ static int run(struct pt *p, const struct sockaddr *sa, socklen_t sl)
         return 1;
     if (o->verb != PT_SEND && (handshake(p, false, "dest (test done)") || xchg_report(p)))
         return 1;
+    /* the client's report says what it did: our region was sized for -s */
+    if (o->server && o->verb != PT_SEND &&
+        (p->result.size != o->size || p->result.iters != o->iters))
+        return pt_fail(p, "the peer reports %llu x %llu bytes, we were told %u x %u",
+                       (unsigned long long)p->result.iters,
+                       (unsigned long long)p->result.size, o->iters, o->size);
     if (handshake(p, false, "dest (close)"))
         return 1;
     if (o->server && pt_data_check_server(p))

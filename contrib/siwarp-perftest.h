@@ -94,6 +94,7 @@ struct pt {
     uint8_t *buf;               /* slots or the exposed region, then a guard */
     uint64_t buf_len, region_len, slot_len;
     uint32_t nslots;
+    uint64_t recv_posted;       /* send server: receives posted so far */
     struct siwarp_mr *buf_mr;
     uint32_t *credit;           /* send: [0] we write from, [1] the peer writes */
     struct siwarp_mr *credit_mr;
