@@ -1,7 +1,8 @@
 /*
- * siwarp-perftest.h - shared between siwarp-perftest.c (options, the
- * control connection and the order of perftest's exchange) and
- * siwarp-perftest-data.c (the data connection's buffers and the test).
+ * siwarp-perftest.h - shared between siwarp-perftest-main.c (options),
+ * siwarp-perftest.c (the control connection and the order of perftest's
+ * exchange) and siwarp-perftest-data.c (the data connection's buffers and
+ * the test).
  *
  * What the peer is: perftest 6.06 (Debian 12's perftest 4.5+0.17) run with
  * -R, i.e. rdma_cm for both its control connection and its data connection.
@@ -104,6 +105,7 @@ struct pt {
 };
 
 /* siwarp-perftest.c */
+int pt_run(struct pt *p, const struct sockaddr *sa, socklen_t sl);
 uint64_t pt_now_us(void);
 int pt_fail(struct pt *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *pt_verb_name(enum pt_verb v);

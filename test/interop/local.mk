@@ -14,8 +14,8 @@ contrib_siwarp_rping_SOURCES = contrib/siwarp-rping.c
 contrib_siwarp_rping_LDADD = common/libswpcore.la -lpthread
 # perftest's -R protocol (ib_write_bw / ib_read_bw / ib_send_bw), both roles
 noinst_PROGRAMS += contrib/siwarp-perftest
-contrib_siwarp_perftest_SOURCES = contrib/siwarp-perftest.c contrib/siwarp-perftest-data.c \
-	contrib/siwarp-perftest.h
+contrib_siwarp_perftest_SOURCES = contrib/siwarp-perftest-main.c contrib/siwarp-perftest.c \
+	contrib/siwarp-perftest-data.c contrib/siwarp-perftest.h
 contrib_siwarp_perftest_LDADD = common/libswpcore.la -lpthread
 
 # ---- VM-free tests (part of make check) -----------------------------------------
