@@ -116,6 +116,8 @@ _Static_assert(sizeof(mca_btl_siwarp_conn_pd_t) == 16, "conn private data is 16 
 
 /* Modex: one record per published interface address. */
 #define MCA_BTL_SIWARP_ADDR_F_IWARP 0x01    /* iwarp_port is a siwarp listener */
+#define MCA_BTL_SIWARP_ADDR_F_SOFT  0x02    /* ... on siwarp's software stack, which
+                                               takes big FPDUs (btl_siwarp_big_fpdu) */
 typedef struct mca_btl_siwarp_modex_addr_t {
     uint8_t  family;          /* 4 or 6 */
     uint8_t  flags;           /* MCA_BTL_SIWARP_ADDR_F_* */

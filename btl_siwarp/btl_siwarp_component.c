@@ -182,10 +182,11 @@ static int siwarp_component_register(void)
     reg_int("llp_timeout", "Milliseconds after which a connection whose peer stopped answering "
             "(dead node, link down) is declared lost: TCP keepalive and TCP_USER_TIMEOUT "
             "(1000-600000)", &c->llp_timeout, OPAL_INFO_LVL_4);
-    c->big_fpdu = 0;
-    reg_int("big_fpdu", "Largest FPDU payload offered to a peer that is siwarp too, agreed in "
-            "the MPA exchange (0: off, MSS-sized FPDUs toward everyone; else 2048-65535). "
-            "Uses reserved MPA flag bits, so leave it off toward strict RNICs",
+    c->big_fpdu = -1;
+    reg_int("big_fpdu", "Largest FPDU payload toward a peer that is siwarp too, agreed in "
+            "the MPA exchange (-1: auto, 65535 toward peers whose modex says they run "
+            "siwarp's software stack, MSS-sized toward everyone else; 0: off; 2048-65535: "
+            "offered to every peer, in reserved MPA flag bits that strict RNICs may refuse)",
             &c->big_fpdu, OPAL_INFO_LVL_5);
     c->connect_timeout = 10000;
     reg_int("connect_timeout", "Milliseconds allowed for each connection step: the MPA "
@@ -282,7 +283,7 @@ static int siwarp_verify_params(void)
     if (c->llp_timeout < 1000 || c->llp_timeout > 600000) {
         return bad("btl_siwarp_llp_timeout", c->llp_timeout, "1000 to 600000");
     }
-    if (c->big_fpdu != 0 && (c->big_fpdu < 2048 || c->big_fpdu > 65535)) {
+    if (c->big_fpdu != 0 && c->big_fpdu != -1 && (c->big_fpdu < 2048 || c->big_fpdu > 65535)) {
         return bad("btl_siwarp_big_fpdu", c->big_fpdu, "0 (off) or 2048 to 65535");
     }
     if (b->btl_max_send_size < 1024 || b->btl_max_send_size > 16 * 1024 * 1024) {
@@ -526,6 +527,9 @@ static int setup_interfaces(mca_btl_siwarp_module_t *m)
                 L->listener = NULL;
             } else {
                 x->flags |= MCA_BTL_SIWARP_ADDR_F_IWARP;
+                if (0 == strcmp(siwarp_ctx_backend(m->ctx), "soft")) {
+                    x->flags |= MCA_BTL_SIWARP_ADDR_F_SOFT;
+                }
                 x->iwarp_port = get_port_be(&s2);
             }
         }

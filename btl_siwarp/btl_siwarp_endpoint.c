@@ -218,7 +218,9 @@ void mca_btl_siwarp_conn_param(struct siwarp_conn_param *p)
     p->rtr = c->rtr;
     p->ird = p->ord = (uint16_t) c->ird_ord;
     p->mulpdu = (uint32_t) c->mulpdu;
-    p->big_fpdu = (uint32_t) c->big_fpdu;
+    /* auto: a listener answers a big-FPDU request with 65535 (only siwarp
+     * asks); an initiator asks only a peer known to be siwarp (start_iwarp) */
+    p->big_fpdu = c->big_fpdu < 0 ? 65535 : (uint32_t) c->big_fpdu;
     p->v1_fallback = 1;
     p->markers_fallback = 1;
     p->timeout_ms = c->connect_timeout;
@@ -454,6 +456,9 @@ static int start_iwarp(mca_btl_siwarp_endpoint_t *ep)
         }
         mca_btl_siwarp_modex_to_sockaddr(a, a->iwarp_port, &ss, &len);
         conn_param(&p, &pd, MCA_BTL_SIWARP_CONN_OK);
+        if (mca_btl_siwarp_component.big_fpdu < 0 && !(a->flags & MCA_BTL_SIWARP_ADDR_F_SOFT)) {
+            p.big_fpdu = 0;     /* an RNIC: nothing in the reserved MPA bits */
+        }
         rc = siwarp_connect(ep->qp, (struct sockaddr *) &ss, len, &p);
         if (0 == rc) {
             ep->transport = MCA_BTL_SIWARP_TR_IWARP;

@@ -13,9 +13,13 @@
 
 #include "swp.h"
 
-#define SWP_RX_DIRECT_MIN 1024   /* payload left that makes readv() worth it */
 #define SWP_RX_LOOKAHEAD  64     /* staged behind a large segment: the next
                                     header (any header fits) and a few bytes */
+/* Segments from this size on are read one readv() each, straight into the
+ * target (never with markers: they sit inside the payload); smaller ones (an MSS-sized stream from a peer on a 1500-byte MTU)
+ * are cheaper staged 64 KiB per recv() and copied: a syscall costs about
+ * what copying a few KiB does. */
+#define SWP_RX_BULK_MIN   8192
 #define SWP_RX_HDR_MIN    (SWP_MPA_HDR_LEN + (uint32_t)sizeof(struct swp_ctrl))
 #define SWP_ORQ_RTR       UINT32_MAX
 
@@ -467,7 +471,7 @@ static int rx_hdr_step(struct siwarp_qp *qp)
     if (term)
         return rx_fatal(qp, term, swp_opinfo[rx->op].name);
     rx->payload_left = rx->seg_len;
-    rx->bulk = rx->seg_len >= SWP_RX_DIRECT_MIN && !qp->nego.markers_rx;
+    rx->bulk = rx->seg_len >= SWP_RX_BULK_MIN && !qp->nego.markers_rx;
     rx->trailer_want = swp_mpa_pad(rx->ulpdu_len) + SWP_MPA_CRC_LEN;
     rx->trailer_got = 0;
     rx->state = rx->payload_left ? SWP_RX_PAYLOAD : SWP_RX_TRAILER;
@@ -700,9 +704,7 @@ int swp_rx_progress(struct siwarp_qp *qp)
                 return 0;
             continue;
         }
-        if (rx->state == SWP_RX_PAYLOAD && !qp->nego.markers_rx &&
-            (rx->payload_left >= SWP_RX_DIRECT_MIN || rx->bulk) &&
-            rx->place_idx < rx->place_niov) {
+        if (rx->state == SWP_RX_PAYLOAD && rx->bulk && rx->place_idx < rx->place_niov) {
             bool full = false;
             got = rx_direct(qp, &full);
             short_read = !full;
