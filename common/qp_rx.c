@@ -591,11 +591,13 @@ static int rx_consume(struct siwarp_qp *qp)
             take = rx->trailer_want - rx->trailer_got;
             if (take > avail)
                 take = avail;
-            for (uint32_t i = 0; i < take; i++, rx->trailer_got++) {
-                rx->trailer[rx->trailer_got] = p[i];
-                if (rx->trailer_got < pad && qp->nego.crc)
-                    rx->crc = swp_crc32c(rx->crc, p + i, 1);
+            if (qp->nego.crc && rx->trailer_got < pad) {
+                /* the pad is covered by the CRC, the CRC field is not */
+                uint32_t in_pad = pad - rx->trailer_got < take ? pad - rx->trailer_got : take;
+                rx->crc = swp_crc32c(rx->crc, p, in_pad);
             }
+            memcpy(rx->trailer + rx->trailer_got, p, take);
+            rx->trailer_got += take;
             if (rx->trailer_got == rx->trailer_want)
                 rc = rx_fpdu_done(qp);
             break;
