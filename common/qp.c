@@ -113,6 +113,14 @@ int siwarp_create_qp(struct siwarp_pd *pd, const struct siwarp_qp_init_attr *att
     qp->irqr.mask = n - 1;
     if (!qp->sq || !qp->rq || !qp->orq || !qp->irq)
         goto err;
+    qp->sq_sge = calloc((size_t)(qp->sqr.mask + 1) * qp->init.max_sge, sizeof(*qp->sq_sge));
+    qp->rq_sge = calloc((size_t)(qp->rqr.mask + 1) * qp->init.max_sge, sizeof(*qp->rq_sge));
+    if (!qp->sq_sge || !qp->rq_sge)
+        goto err;
+    for (uint32_t i = 0; i <= qp->sqr.mask; i++)
+        qp->sq[i].sge = qp->sq_sge + (size_t)i * qp->init.max_sge;
+    for (uint32_t i = 0; i <= qp->rqr.mask; i++)
+        qp->rq[i].sge = qp->rq_sge + (size_t)i * qp->init.max_sge;
     rc = swp_rx_init(&qp->rx, 65536);
     if (rc < 0)
         goto err;
@@ -125,6 +133,8 @@ int siwarp_create_qp(struct siwarp_pd *pd, const struct siwarp_qp_init_attr *att
     *out = qp;
     return 0;
 err:
+    free(qp->sq_sge);
+    free(qp->rq_sge);
     free(qp->sq);
     free(qp->rq);
     free(qp->orq);
@@ -167,6 +177,8 @@ int siwarp_destroy_qp(struct siwarp_qp *qp)
         free(qp->sq[i].inline_buf);
     swp_rx_fini(&qp->rx);
     free(qp->tx.tail);
+    free(qp->sq_sge);
+    free(qp->rq_sge);
     free(qp->sq);
     free(qp->rq);
     free(qp->orq);

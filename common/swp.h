@@ -159,7 +159,7 @@ struct swp_swqe {
     uint32_t rkey;
     uint32_t num_sge;
     uint64_t len;                    /* total bytes */
-    struct siwarp_sge sge[SWP_MAX_SGE];
+    struct siwarp_sge *sge;          /* init.max_sge entries in qp->sq_sge */
     uint8_t *inline_buf;             /* owned copy for SIWARP_SEND_INLINE */
     /* progress */
     uint64_t sent;                   /* payload bytes segmented into FPDUs */
@@ -174,7 +174,7 @@ struct swp_rwqe {
     uint64_t wr_id;
     uint32_t num_sge;
     uint64_t len;
-    struct siwarp_sge sge[SWP_MAX_SGE];
+    struct siwarp_sge *sge;          /* init.max_sge entries in qp->rq_sge */
 };
 
 /* An inbound RDMA Read Request being served (RFC 5040 4.4, 5.2). */
@@ -316,6 +316,9 @@ struct siwarp_qp {
     struct swp_nego nego;
     struct siwarp_qp_init_attr init;
 
+    /* WQEs carry a pointer to their SGEs: sized by init.max_sge, not
+     * SWP_MAX_SGE, they keep a deep queue small (memory per peer) */
+    struct siwarp_sge *sq_sge, *rq_sge;
     struct swp_swqe *sq;  struct swp_ring sqr;   /* posted sends, oldest first */
     uint32_t sq_cur;                             /* index of WQE being transmitted */
     struct swp_rwqe *rq;  struct swp_ring rqr;   /* posted receives */

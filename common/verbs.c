@@ -125,7 +125,9 @@ static int swp_post_one_send(struct siwarp_qp *qp, const struct siwarp_send_wr *
         }
     }
     w = &qp->sq[qp->sqr.tail & qp->sqr.mask];
+    struct siwarp_sge *sge = w->sge;
     memset(w, 0, sizeof(*w));
+    w->sge = sge;
     w->wr_id = wr->wr_id;
     w->opcode = wr->opcode;
     w->flags = wr->send_flags;
