@@ -4,6 +4,10 @@
  * and 1, sizes 0 B to 64 MiB.  Data is verified once per size.
  *
  *   mpi-bench [-t lat|bw|bibw|rate|all] [-m MAXBYTES] [-n MINBYTES] [-i ITER]
+ *             [-f FACTOR]
+ *
+ * Sizes run from MINBYTES to MAXBYTES, each FACTOR (default 2) times the one
+ * before (after 0 comes 1).
  *
  * Output, one line per (test, size), easy to join across runs:
  *   # test size value unit
@@ -136,26 +140,28 @@ int main(int argc, char **argv)
 {
     const char *test = "all";
     size_t max = 64u << 20, min = 0;
-    int base_iters = 1000, c, size;
+    int base_iters = 1000, factor = 2, c, size;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    while ((c = getopt(argc, argv, "t:m:n:i:")) != -1) {
+    while ((c = getopt(argc, argv, "t:m:n:i:f:")) != -1) {
         switch (c) {
         case 't': test = optarg; break;
         case 'm': max = strtoull(optarg, NULL, 0); break;
         case 'n': min = strtoull(optarg, NULL, 0); break;
         case 'i': base_iters = atoi(optarg); break;
+        case 'f': factor = atoi(optarg); break;
         default:
             if (0 == rank) {
                 fprintf(stderr, "usage: mpi-bench [-t lat|bw|bibw|rate|all] [-m max] "
-                        "[-n min] [-i iters]\n");
+                        "[-n min] [-i iters] [-f factor]\n");
             }
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
     }
     CHECK(size >= 2, "needs 2 ranks");
+    CHECK(factor >= 2, "-f: 2 or more");
     if (rank > 1) {     /* extra ranks idle */
         MPI_Finalize();
         return 0;
@@ -170,7 +176,7 @@ int main(int argc, char **argv)
         printf("# test size value unit\n");
     }
     int all = !strcmp(test, "all");
-    for (size_t len = min; len <= max; len = len ? len * 2 : 1) {
+    for (size_t len = min; len <= max; len = len ? len * (size_t) factor : 1) {
         int it = iters_for(len, base_iters);
         check_data(s, r, len);
         if (all || !strcmp(test, "lat")) {
