@@ -11,6 +11,7 @@ libevent-dev libhwloc-dev liburing-dev libibverbs-dev librdmacm-dev
 tshark iproute2 nftables
 clang libclang-rt-14-dev valgrind
 gnuplot-nox python3
+iperf3 qperf libfabric-bin
 "
 
 set -e
@@ -43,6 +44,9 @@ echo "setup.sh: installing:$missing"
 export DEBIAN_FRONTEND=noninteractive
 # tshark asks whether non-root users may capture; answer no, silently.
 echo "wireshark-common wireshark-common/install-setuid boolean false" |
+    $SUDO debconf-set-selections 2>/dev/null || true
+# iperf3 asks whether to run a system-wide server; the benchmark starts its own.
+echo "iperf3 iperf3/start_daemon boolean false" |
     $SUDO debconf-set-selections 2>/dev/null || true
 $SUDO apt-get update </dev/null
 # shellcheck disable=SC2086
