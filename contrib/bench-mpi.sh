@@ -1,44 +1,75 @@
 #!/bin/sh
-# bench-mpi.sh - siwarp against the other MPI transports that run here, in one
-# run: test/mpi/mpi-bench (ping-pong latency, uni- and bi-directional
-# bandwidth with a window of 64, 8-byte message rate, CPU seconds per GB)
-# over
-#   siwarp  --mca pml ob1 --mca btl siwarp,self
-#   tcp     --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo
-#   ucx     --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any
-#           -x UCX_TLS=tcp,self -x UCX_NET_DEVICES=lo      (if it runs here)
-# The transports alternate within every round (round r starts with the r-th
-# one), REPS rounds; the table holds medians and the ratios siwarp/tcp and
-# siwarp/ucx (latency: below 1 is better; bandwidth, rate: above 1 is better;
-# CPU s/GB: below 1 is better).
+# bench-mpi.sh - every figure the performance goals of issue 6 are judged by,
+# in one run, each a ratio of figures measured side by side.
 #
-#   contrib/bench-mpi.sh [--reps N] [--netns] [--max BYTES] [--min BYTES]
-#                        [--iters N] [--bind core|none] [--transports "siwarp tcp ucx"]
+# 1. test/mpi/mpi-bench (ping-pong latency, uni- and bi-directional bandwidth
+#    with a window of 64, 8-byte message rate, CPU seconds per GB) over
+#      siwarp  --mca pml ob1 --mca btl siwarp,self
+#      tcp     --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo
+#      ucx     --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any
+#              -x UCX_TLS=tcp,self -x UCX_NET_DEVICES=lo
+#      ofi     --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include tcp
+#              -x FI_PROVIDER=tcp -x FI_TCP_IFACE=lo
+#    and the raw TCP references (contrib/bench-raw.sh: busy-polled ping-pong
+#    and stream of contrib/siwarp-perf --tcp, single-stream iperf3) as one
+#    more contestant, "raw".  A transport that does not run here is left out
+#    with a note.
+# 2. CRC: siwarp against siwarp with --mca btl_siwarp_crc 0, bandwidth 1 MiB.
+# 3. Connection setup and memory: test/mpi/mpi-connect with 8 ranks
+#    (oversubscribed, --bind-to none), siwarp and btl tcp: time to first
+#    message all-to-all, mpirun wall time, RSS per connected peer after 8 B
+#    and after 4 MiB messages.
+# 4. --load: latency 8 B and bandwidth 1 MiB of siwarp and btl tcp, each
+#    unloaded and with one process spinning on core 0; degradation factors.
+# Within every phase the contestants alternate (round r starts with the r-th
+# one), REPS rounds, medians.  Ratios are siwarp/other: latency, CPU and
+# times below 1 and bandwidth and rate above 1 favour siwarp.  The last
+# section is the goal table: each goal of issue 6, the measured ratio (the
+# worst over the size range where the goal says "every size"), met or not.
+#
+#   contrib/bench-mpi.sh [--quick] [--reps N] [--netns] [--max BYTES] [--min BYTES]
+#                        [--iters N] [--factor F] [--bind core|none]
+#                        [--transports "siwarp tcp ucx ofi raw"]
+#                        [--no-crc] [--no-conn] [--load]
 #                        [--out FILE] [--no-plot]
 #
-# --netns runs every transport across two network namespaces joined by a veth
-# pair (contrib/netns-mpirun.sh; root only), one rank in each.
-# Writes the Markdown table to contrib/results/bench-YYYYMMDD[-netns].md (or
-# --out) and, with gnuplot, latency and bandwidth PNGs next to it.
-# Environment: BUILDDIR (build tree with btl_siwarp/.libs, default: the
-# source tree), BENCH_TIMEOUT (seconds per mpirun, default 900).
+# Defaults: --reps 3 --min 0 --max 4194304 (4 MiB: the goals' range; 64 MiB
+#   took about 4 minutes per transport and round here) --iters 1000 --factor 2,
+#   about 15-20 minutes on a quiet 2-core machine (more with --load).
+# --quick: --reps 1 --iters 200 --factor 4, shorter raw and iperf3 runs
+#   (about 3 minutes); options after it override it.
+# --factor F: sizes grow F times from one to the next (default 2).
+# --netns runs everything across two network namespaces joined by a veth
+# pair (contrib/netns-mpirun.sh, contrib/netns.sh; root only), one rank in
+# each (the 8-rank runs: 4 in each).
+# Writes the Markdown to contrib/results/bench-YYYYMMDD[-quick][-netns].md
+# (or --out) and, with gnuplot, latency and bandwidth PNGs next to it.
+# Environment: BUILDDIR (build tree with btl_siwarp/.libs and
+# contrib/siwarp-perf, default: the source tree), BENCH_TIMEOUT (seconds per
+# mpirun, default 900).
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 BUILDDIR=${BUILDDIR:-$top}
-reps=3; netns=0; max=67108864; min=0; iters=1000; bind=core; plot=1; out=""
-transports="siwarp tcp ucx"
+reps=3; netns=0; max=4194304; min=0; iters=1000; factor=2; bind=core; plot=1; out=""
+quick=0; do_crc=1; do_conn=1; do_load=0
+transports="siwarp tcp ucx ofi raw"
 cmdline="$0 $*"
 
 usage() { sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case $1 in
+    --quick) quick=1; reps=1; iters=200; factor=4 ;;
     --reps) reps=$2; shift ;;
     --netns) netns=1 ;;
     --max) max=$2; shift ;;
     --min) min=$2; shift ;;
     --iters) iters=$2; shift ;;
+    --factor) factor=$2; shift ;;
+    --no-crc) do_crc=0 ;;
+    --no-conn) do_conn=0 ;;
+    --load) do_load=1 ;;
     --bind) bind=$2; shift ;;
     --transports) transports=$2; shift ;;
     --out) out=$2; shift ;;
@@ -62,17 +93,27 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 T=${BENCH_TIMEOUT:-900}
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench-mpi.XXXXXX") || exit 1
-child=""
-# a signal ends the running mpirun (our child, by pid) and removes tmp
-trap 'rm -rf "$tmp"' EXIT
-trap '[ -n "$child" ] && kill $child 2>/dev/null; exit 130' INT
-trap '[ -n "$child" ] && kill $child 2>/dev/null; exit 143' TERM
+child=""; spin=""; rawns=""
+# a signal ends the running mpirun and the spinner (our children, by PID);
+# the raw references' namespaces go; tmp is removed
+cleanup() {
+    [ -n "$child" ] && kill "$child" 2>/dev/null
+    [ -n "$spin" ] && kill "$spin" 2>/dev/null
+    [ -n "$rawns" ] && "$here/netns.sh" down "$rawns" >/dev/null 2>&1
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 BENCH=$tmp/mpi-bench
-if ! mpicc -O2 -g -o "$BENCH" "$top/test/mpi/mpi-bench.c" 2> "$tmp/cc.log"; then
-    cat "$tmp/cc.log" >&2
-    exit 1
-fi
+CONNECT=$tmp/mpi-connect
+for p in mpi-bench mpi-connect; do
+    if ! mpicc -O2 -g -o "$tmp/$p" "$top/test/mpi/$p.c" 2> "$tmp/cc.log"; then
+        cat "$tmp/cc.log" >&2
+        exit 1
+    fi
+done
 
 # ---- how each transport is run -------------------------------------------------
 if [ $netns = 1 ]; then
@@ -87,28 +128,80 @@ else
     IF_CIDR=lo
     UCX_DEV=lo
 fi
+# libfabric's tcp provider takes one interface name; across the namespaces
+# each rank has its own veth end, so a wrapper picks the one it sees
+OFI_WRAP=$tmp/ofi-iface.sh
+cat > "$OFI_WRAP" <<'WRAP'
+#!/bin/sh
+FI_TCP_IFACE=$(ip -o -4 addr show to 10.231.0.0/24 | awk '{ print $2; exit }')
+export FI_TCP_IFACE
+exec "$@"
+WRAP
+chmod +x "$OFI_WRAP"
 targs() {
     case $1 in
     siwarp) echo "--mca pml ob1 --mca btl siwarp,self" ;;
+    siwarp-nocrc) echo "--mca pml ob1 --mca btl siwarp,self --mca btl_siwarp_crc 0" ;;
     tcp)    echo "--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include $IF_CIDR" ;;
     ucx)    echo "--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any" \
                  "-x UCX_TLS=tcp,self -x UCX_NET_DEVICES=$UCX_DEV --mca btl ^siwarp" ;;
+    ofi)    echo "--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include tcp" \
+                 "-x FI_PROVIDER=tcp --mca btl ^siwarp" \
+                 "$([ $netns = 1 ] && echo "$OFI_WRAP" || echo "-x FI_TCP_IFACE=lo")" ;;
     esac
 }
-run_bench() {   # TRANSPORT OUTFILE BENCH-ARGS...
-    t=$1; o=$2; shift 2
-    # shellcheck disable=SC2046
-    $LAUNCH -np 2 --bind-to "$bind" --mca osc ^ucx $(targs "$t") "$BENCH" "$@" > "$o" 2>&1 &
+# run_mpi NP TRANSPORT OUTFILE PROGRAM ARGS...: one mpirun, bounded
+run_mpi() {
+    np=$1; t=$2; o=$3; shift 3
+    extra="--bind-to $bind"
+    [ "$np" -gt 2 ] && extra="--oversubscribe --bind-to none"
+    # shellcheck disable=SC2046,SC2086
+    $LAUNCH -np "$np" $extra --mca osc ^ucx $(targs "$t") "$@" > "$o" 2>&1 &
     child=$!
     wait $child
     rc=$?
     child=""
     return $rc
 }
+run_bench() {   # TRANSPORT OUTFILE BENCH-ARGS...
+    t=$1; o=$2; shift 2
+    run_mpi 2 "$t" "$o" "$BENCH" "$@"
+}
+
+# the raw TCP references: a namespace pair of our own under --netns
+raw_args="--max $max"
+[ $quick = 1 ] && raw_args="$raw_args --lat-iters 500 --bw-bytes 67108864 --iperf-time 2"
+if [ $netns = 1 ]; then
+    case " $transports " in
+    *" raw "*)
+        rawns=swpr$$
+        if ! "$here/netns.sh" up "$rawns" > /dev/null 2> "$tmp/rawns.err"; then
+            echo "bench-mpi.sh: no namespaces for the raw references: $(cat "$tmp/rawns.err")" >&2
+            rawns=""
+        fi ;;
+    esac
+    raw_args="$raw_args --netns $rawns"
+fi
+aux() { echo "$tmp/aux-${1##*/}"; }     # a side file of an out.* file
+run_raw() {     # OUTFILE: lat/bw lines as mpi-bench's, plus iperf
+    a=$(aux "$1")
+    # shellcheck disable=SC2086
+    BUILDDIR=$BUILDDIR timeout "$T" "$here/bench-raw.sh" $raw_args > "$a" 2> "$a.err" &
+    child=$!
+    wait $child
+    child=""
+    sed 's/^rawlat /lat /; s/^rawbw /bw /' "$a" > "$1"
+    cat "$a.err" >&2
+}
 
 # ---- which transports run here -----------------------------------------------------
 ok_t=""
 for t in $transports; do
+    if [ "$t" = raw ]; then
+        [ $netns = 1 ] && [ -z "$rawns" ] && continue
+        ok_t="$ok_t raw"
+        continue
+    fi
     if run_bench "$t" "$tmp/probe.$t" -n 8 -m 8 -i 10 -t lat && grep -q "^lat 8 " "$tmp/probe.$t"; then
         ok_t="$ok_t $t"
     else
@@ -118,36 +211,92 @@ for t in $transports; do
 done
 ok_t=${ok_t# }
 case " $ok_t " in *" siwarp "*) ;; *) echo "bench-mpi.sh: siwarp does not run" >&2; exit 1 ;; esac
-set -- $ok_t
-nt=$#
+has() { case " $ok_t " in *" $1 "*) return 0 ;; esac; return 1; }
 
-# ---- rounds, transports rotated ---------------------------------------------------------
-echo "bench-mpi.sh: $reps rounds of [$ok_t], sizes $min..$max B, $([ $netns = 1 ] && echo "across a veth pair" || echo "loopback"), bind $bind" >&2
-r=0
-while [ $r -lt "$reps" ]; do
-    i=0
-    while [ $i -lt $nt ]; do
-        k=$(( (r + i) % nt + 1 ))
-        eval t=\${$k}
-        echo "  round $((r + 1)): $t" >&2
-        if ! run_bench "$t" "$tmp/out.$t.$r" -n "$min" -m "$max" -i "$iters"; then
-            echo "bench-mpi.sh: round $((r + 1)) of $t failed:" >&2
-            tail -n 5 "$tmp/out.$t.$r" | sed 's/^/    /' >&2
-        fi
-        i=$((i + 1))
+# rounds PHASE "CONTESTANTS" FUNCTION: REPS rounds, contestants rotated;
+# FUNCTION CONTESTANT OUTFILE measures one into $tmp/out.PHASE-CONTESTANT.ROUND
+rounds() {
+    phase=$1; fn=$3; set -- $2; nt=$#
+    r=0
+    while [ $r -lt "$reps" ]; do
+        i=0
+        while [ $i -lt $nt ]; do
+            k=$(( (r + i) % nt + 1 ))
+            eval c=\${$k}
+            echo "  $phase, round $((r + 1)): $c" >&2
+            if ! $fn "$c" "$tmp/out.$phase-$c.$r"; then
+                echo "bench-mpi.sh: $phase round $((r + 1)) of $c failed:" >&2
+                tail -n 5 "$tmp/out.$phase-$c.$r" | sed 's/^/    /' >&2
+            fi
+            i=$((i + 1))
+        done
+        r=$((r + 1))
     done
-    r=$((r + 1))
-done
+}
+
+# ---- the phases --------------------------------------------------------------------------
+t_start=$(date +%s)
+where=$([ $netns = 1 ] && echo "across a veth pair" || echo "loopback")
+echo "bench-mpi.sh: $reps rounds of [$ok_t], sizes $min..$max B (x$factor), $where, bind $bind" >&2
+main_one() {
+    if [ "$1" = raw ]; then run_raw "$2"; return 0; fi
+    run_bench "$1" "$2" -n "$min" -m "$max" -i "$iters" -f "$factor"
+}
+rounds main "$ok_t" main_one
+
+if [ $do_crc = 1 ]; then
+    crc_one() { run_bench "$1" "$2" -t bw -n 1048576 -m 1048576 -i "$iters"; }
+    rounds crc "siwarp siwarp-nocrc" crc_one
+fi
+
+conn_t="siwarp"; has tcp && conn_t="siwarp tcp"
+if [ $do_conn = 1 ]; then
+    conn_one() {
+        w0=$(date +%s.%N)
+        run_mpi 8 "$1" "$2" "$CONNECT" -t connect || return 1
+        w1=$(date +%s.%N)
+        echo "wall 8 $(awk -v a="$w0" -v b="$w1" 'BEGIN { printf "%.2f", b - a }') s" >> "$2"
+        m=$(aux "$2")
+        run_mpi 8 "$1" "$m" "$CONNECT" -t mem -s 4194304 || { cat "$m" >> "$2"; return 1; }
+        cat "$m" >> "$2"
+    }
+    rounds conn "$conn_t" conn_one
+fi
+
+if [ $do_load = 1 ]; then
+    # unloaded, then with one process spinning on core 0, within each round
+    load_one() {
+        case $1 in
+        load-*)
+            timeout "$T" taskset -c 0 sh -c 'while :; do :; done' &
+            spin=$! ;;
+        esac
+        tt=${1#*-}
+        m=$(aux "$2")
+        run_bench "$tt" "$2" -t lat -n 8 -m 8 -i "$iters" &&
+            run_bench "$tt" "$m" -t bw -n 1048576 -m 1048576 -i "$iters"
+        rc=$?
+        cat "$m" >> "$2" 2>/dev/null
+        if [ -n "$spin" ]; then kill "$spin" 2>/dev/null; wait "$spin" 2>/dev/null; spin=""; fi
+        return $rc
+    }
+    load_c=""
+    for t in $conn_t; do load_c="$load_c idle-$t load-$t"; done
+    rounds load "$load_c" load_one
+fi
+elapsed=$(( $(date +%s) - t_start ))
 
 # ---- medians -----------------------------------------------------------------------------
-# med.T: "test size median" for every (test, size) transport T measured
-for t in $ok_t; do
-    cat "$tmp"/out."$t".* 2>/dev/null | awk '$1 ~ /^(lat|bw|bibw|rate|bwcpu)$/ { print $1, $2, $3 }' |
+# med.GROUP: "test size median" for every (test, size) of out.GROUP.*
+for f in "$tmp"/out.*.0; do
+    [ -f "$f" ] || continue
+    g=${f#"$tmp"/out.}; g=${g%.0}
+    cat "$tmp"/out."$g".[0-9]* 2>/dev/null | awk '$1 ~ /^[a-z]+$/ && $2 ~ /^[0-9]+$/ { print $1, $2, $3 }' |
         sort -k1,1 -k2,2n -k3,3g |
         awk '{ k = $1 " " $2; v[k, ++n[k]] = $3; if (!(k in seen)) { seen[k] = 1; ord[++m] = k } }
              END { for (j = 1; j <= m; j++) { k = ord[j]; c = n[k];
                        med = (c % 2) ? v[k, (c + 1) / 2] : (v[k, c / 2] + v[k, c / 2 + 1]) / 2;
-                       print k, med } }' > "$tmp/med.$t"
+                       print k, med } }' > "$tmp/med.$g"
 done
 val() { awk -v k="$2 $3" '$1 " " $2 == k { print $3; exit }' "$tmp/med.$1" 2>/dev/null; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "–";
@@ -158,75 +307,39 @@ fmt() { awk -v v="$1" -v u="$2" 'BEGIN { if (v == "") { print "–"; exit }
                                          else if (v >= 100) printf "%.0f", v; else printf "%.2f", v }'; }
 hsize() { awk -v s="$1" 'BEGIN { if (s >= 1048576) printf "%d MiB", s / 1048576;
                                  else if (s >= 1024) printf "%d KiB", s / 1024; else printf "%d B", s }'; }
-has() { case " $ok_t " in *" $1 "*) return 0 ;; esac; return 1; }
+label_of() {
+    case $1 in
+    siwarp) echo "siwarp" ;; tcp) echo "btl tcp" ;; ucx) echo "pml ucx (tcp)" ;;
+    ofi) echo "mtl ofi (tcp)" ;; raw) echo "raw TCP" ;; *) echo "$1" ;;
+    esac
+}
+others=""               # the MPI transports siwarp is compared with
+for t in $ok_t; do case $t in siwarp|raw) ;; *) others="$others $t" ;; esac; done
+others=${others# }
 
 date=$(date +%Y%m%d)
 mkdir -p "$here/results"
-suffix=$([ $netns = 1 ] && echo "-netns" || true)
+suffix=$([ $quick = 1 ] && echo "-quick" || true)$([ $netns = 1 ] && echo "-netns" || true)
 [ -n "$out" ] || out="$here/results/bench-$date$suffix.md"
 base=${out%.md}
-
-{
-    echo "## MPI transports, $(date '+%Y-%m-%d %H:%M') ($([ $netns = 1 ] && echo "two namespaces, veth pair" || echo "loopback"))"
-    echo
-    echo "Command: \`$cmdline\`  "
-    echo "Host: $(nproc) cores, $(uname -r), load average at the end: $(cut -d' ' -f1-3 /proc/loadavg); 2 ranks, --bind-to $bind; medians of $reps rounds, transports alternating. Ratios are siwarp/other: latency and CPU below 1 and bandwidth and rate above 1 favour siwarp."
-    echo
-    printf '| test | size | siwarp |'
-    has tcp && printf ' btl tcp |'
-    has ucx && printf ' pml ucx (tcp) |'
-    has tcp && printf ' siwarp/tcp |'
-    has ucx && printf ' siwarp/ucx |'
-    echo
-    printf '|---|---:|---:|'
-    has tcp && printf -- '---:|'
-    has ucx && printf -- '---:|'
-    has tcp && printf -- '---:|'
-    has ucx && printf -- '---:|'
-    echo
-    for test in lat bw bibw rate bwcpu; do
-        case $test in
-        lat) label="latency (µs)"; u=us ;;
-        bw) label="bandwidth (MB/s)"; u=mb ;;
-        bibw) label="bi-bandwidth (MB/s)"; u=mb ;;
-        rate) label="message rate (msg/s)"; u=rate ;;
-        bwcpu) label="CPU s per GB (both ranks)"; u=cpu ;;
-        esac
-        sizes=$(awk -v t=$test '$1 == t { print $2 }' "$tmp/med.siwarp" | sort -n -u)
-        case $test in
-        rate) sizes=$(echo "$sizes" | grep -x 8) ;;
-        bwcpu) sizes=$(echo "$sizes" | grep -x -e 1048576 -e 4194304) ;;
-        bw|bibw) sizes=$(echo "$sizes" | awk '$1 > 0') ;;
-        esac
-        for s in $sizes; do
-            a=$(val siwarp $test "$s")
-            printf '| %s | %s | %s |' "$label" "$(hsize "$s")" "$(fmt "$a" $u)"
-            has tcp && printf ' %s |' "$(fmt "$(val tcp $test "$s")" $u)"
-            has ucx && printf ' %s |' "$(fmt "$(val ucx $test "$s")" $u)"
-            has tcp && printf ' %s |' "$(ratio "$a" "$(val tcp $test "$s")")"
-            has ucx && printf ' %s |' "$(ratio "$a" "$(val ucx $test "$s")")"
-            echo
-        done
-    done
-    for t in $transports; do
-        has "$t" || echo "
-$t: did not run here ($(tail -n 1 "$tmp/probe.$t" 2>/dev/null | cut -c1-120))."
-    done
-} > "$out"
+. "$here/bench-report.sh"
+report > "$out"
 cat "$out"
-echo "bench-mpi.sh: table written to $out" >&2
-
+echo "bench-mpi.sh: table written to $out ($elapsed s of measuring)" >&2
 # ---- plots -------------------------------------------------------------------------------
 if [ $plot = 1 ] && command -v gnuplot >/dev/null 2>&1; then
-    for t in $ok_t; do
-        awk '$1 == "lat" && $2 > 0 { print $2, $3 }' "$tmp/med.$t" > "$tmp/lat.$t"
-        awk '$1 == "bw" && $2 > 0 { print $2, $3 }' "$tmp/med.$t" > "$tmp/bw.$t"
-    done
     lat_plot=""; bw_plot=""
     for t in $ok_t; do
-        lat_plot="$lat_plot${lat_plot:+, }'$tmp/lat.$t' using 1:2 with linespoints title '$t'"
-        bw_plot="$bw_plot${bw_plot:+, }'$tmp/bw.$t' using 1:2 with linespoints title '$t'"
+        awk '$1 == "lat" && $2 > 0 { print $2, $3 }' "$tmp/med.main-$t" > "$tmp/lat.$t"
+        awk '$1 == "bw" && $2 > 0 { print $2, $3 }' "$tmp/med.main-$t" > "$tmp/bw.$t"
+        l=$(label_of "$t")
+        [ -s "$tmp/lat.$t" ] &&
+            lat_plot="$lat_plot${lat_plot:+, }'$tmp/lat.$t' using 1:2 with linespoints title '$l'"
+        [ -s "$tmp/bw.$t" ] &&
+            bw_plot="$bw_plot${bw_plot:+, }'$tmp/bw.$t' using 1:2 with linespoints title '$l'"
     done
+    ip=$(val main-raw iperf 0)
+    [ -n "$ip" ] && bw_plot="$bw_plot, $ip with lines dashtype 2 title 'iperf3, one stream'"
     gnuplot <<EOF 2> "$tmp/gnuplot.log" || { echo "bench-mpi.sh: gnuplot failed:" >&2; cat "$tmp/gnuplot.log" >&2; }
 set terminal pngcairo size 900,560 noenhanced
 set logscale x 2

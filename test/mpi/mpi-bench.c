@@ -7,7 +7,8 @@
  *             [-f FACTOR]
  *
  * Sizes run from MINBYTES to MAXBYTES, each FACTOR (default 2) times the one
- * before (after 0 comes 1).
+ * before (after 0 comes 1); 8 B, the message rate's size, is always among
+ * them when in range.
  *
  * Output, one line per (test, size), easy to join across runs:
  *   # test size value unit
@@ -176,7 +177,7 @@ int main(int argc, char **argv)
         printf("# test size value unit\n");
     }
     int all = !strcmp(test, "all");
-    for (size_t len = min; len <= max; len = len ? len * (size_t) factor : 1) {
+    for (size_t len = min, grid = min; len <= max;) {
         int it = iters_for(len, base_iters);
         check_data(s, r, len);
         if (all || !strcmp(test, "lat")) {
@@ -197,6 +198,12 @@ int main(int argc, char **argv)
             if (0 == rank) printf("rate %zu %.0f msg/s\n", len, v);
         }
         fflush(stdout);
+        size_t next = grid ? grid * (size_t) factor : 1;
+        if (len < 8 && 8 < next) {
+            len = 8;            /* off the grid; the grid goes on after it */
+        } else {
+            len = grid = next;
+        }
     }
     free(s);
     free(r);

@@ -1,0 +1,234 @@
+# bench-report.sh - the Markdown report of contrib/bench-mpi.sh, sourced by
+# it after the measuring.  Reads $tmp/med.PHASE-CONTESTANT ("test size
+# median" lines) and uses bench-mpi.sh's helpers and settings (val, ratio,
+# fmt, hsize, has, label_of, ok_t, others, transports, reps, ...).
+# report prints everything; each report_* one section.
+
+# worst TEST LO HI hi|lo REF...: over the sizes LO..HI that siwarp measured
+# in the main phase, siwarp divided by the best of the REF transports at that
+# size (hi: higher is better, best is the largest; lo: the smallest), and the
+# worst of these ratios (hi: the smallest; lo: the largest).  Prints
+# "RATIO SIZE", or nothing when no size has both.
+worst() {
+    wt=$1 wlo=$2 whi=$3 wdir=$4
+    shift 4
+    wargs="f=1 $tmp/med.main-siwarp"
+    wn=1
+    for w in "$@"; do
+        wn=$((wn + 1))
+        wargs="$wargs f=$wn $tmp/med.main-$w"
+    done
+    # shellcheck disable=SC2086
+    awk -v t="$wt" -v lo="$wlo" -v hi="$whi" -v dir="$wdir" -v nf="$wn" '
+        $1 == t && $2 + 0 >= lo + 0 && $2 + 0 <= hi + 0 { v[f, $2 + 0] = $3; sz[$2 + 0] = 1 }
+        END {
+            for (s in sz) {
+                if (!((1, s) in v)) continue
+                best = ""
+                for (k = 2; k <= nf; k++)
+                    if ((k, s) in v && (best == "" || (dir == "hi" ? v[k, s] > best : v[k, s] < best)))
+                        best = v[k, s]
+                if (best == "" || best + 0 == 0) continue
+                r = v[1, s] / best
+                if (w == "" || (dir == "hi" ? r < w : r > w)) { w = r; ws = s }
+            }
+            if (w != "") printf "%.2f %d\n", w, ws
+        }' $wargs 2>/dev/null
+}
+
+# judge RATIO TARGET hi|lo: met / not met / not measured
+judge() {
+    awk -v r="$1" -v g="$2" -v d="$3" 'BEGIN {
+        if (r == "" || r == "–") print "not measured";
+        else if (d == "hi" ? r + 0 >= g + 0 : r + 0 <= g + 0) print "met";
+        else print "**not met**" }'
+}
+
+# goal_row TEXT TARGET DIR "RATIO SIZE" [NOTE]: one row of the goal table
+goal_row() {
+    set -- "$1" "$2" "$3" "${4% *}" "$([ -n "$4" ] && hsize "${4#* }")" "${5:-}"
+    if [ -z "$4" ]; then
+        printf '| %s | %s | – %s | not measured |\n' "$1" "$2" "$6"
+    else
+        printf '| %s | %s | %s× (worst at %s)%s | %s |\n' "$1" "$2" "$4" "$5" \
+            "${6:+; $6}" "$(judge "$4" "$(echo "$2" | tr -dc '0-9.')" "$3")"
+    fi
+}
+
+report_main() {
+    echo "### Point to point: 2 ranks"
+    echo
+    printf '| test | size |'
+    for t in $ok_t; do printf ' %s |' "$(label_of "$t")"; done
+    for t in $others raw; do has "$t" && printf ' siwarp/%s |' "$t"; done
+    echo
+    printf '|---|---:|'
+    for t in $ok_t; do printf -- '---:|'; done
+    for t in $others raw; do has "$t" && printf -- '---:|'; done
+    echo
+    for test in lat bw bibw rate bwcpu; do
+        case $test in
+        lat) label="latency (µs)"; u=us ;;
+        bw) label="bandwidth (MB/s)"; u=mb ;;
+        bibw) label="bi-bandwidth (MB/s)"; u=mb ;;
+        rate) label="message rate (msg/s)"; u=rate ;;
+        bwcpu) label="CPU s per GB (both ranks)"; u=cpu ;;
+        esac
+        sizes=$(awk -v t=$test '$1 == t { print $2 }' "$tmp/med.main-siwarp" | sort -n -u)
+        case $test in
+        rate) sizes=$(echo "$sizes" | grep -x 8) ;;
+        bwcpu) sizes=$(echo "$sizes" | grep -x -e 1048576 -e 4194304) ;;
+        bw|bibw) sizes=$(echo "$sizes" | awk '$1 > 0') ;;
+        esac
+        for s in $sizes; do
+            a=$(val main-siwarp $test "$s")
+            printf '| %s | %s |' "$label" "$(hsize "$s")"
+            for t in $ok_t; do printf ' %s |' "$(fmt "$(val "main-$t" $test "$s")" $u)"; done
+            for t in $others raw; do
+                has "$t" && printf ' %s |' "$(ratio "$a" "$(val "main-$t" $test "$s")")"
+            done
+            echo
+        done
+    done
+    if has raw; then
+        echo
+        echo "raw TCP: latency is half the median round trip of \`contrib/siwarp-perf --tcp\` (TCP_NODELAY, busy-polled), bandwidth its one-way stream; single-stream \`iperf3\`: $(fmt "$(val main-raw iperf 0)" mb) MB/s."
+    fi
+    for t in $transports; do
+        [ "$t" = raw ] && continue
+        has "$t" || echo "
+$t: did not run here ($(tail -n 1 "$tmp/probe.$t" 2>/dev/null | cut -c1-160))."
+    done
+}
+
+report_crc() {
+    [ -f "$tmp/med.crc-siwarp" ] || return 0
+    on=$(val crc-siwarp bw 1048576)
+    off=$(val crc-siwarp-nocrc bw 1048576)
+    echo
+    echo "### CRC32c: siwarp against \`--mca btl_siwarp_crc 0\`"
+    echo
+    echo "| | CRC on (default) | CRC off | on/off |"
+    echo "|---|---:|---:|---:|"
+    echo "| bandwidth 1 MiB (MB/s) | $(fmt "$on" mb) | $(fmt "$off" mb) | $(ratio "$on" "$off") |"
+}
+
+report_conn() {
+    [ -f "$tmp/med.conn-siwarp" ] || return 0
+    echo
+    echo "### Connection setup and memory: 8 ranks all-to-all (oversubscribed, --bind-to none)"
+    echo
+    printf '| | siwarp |'; has tcp && printf ' btl tcp | siwarp/tcp |'; echo
+    printf '|---|---:|'; has tcp && printf -- '---:|---:|'; echo
+    for row in "connect 8:time to first message, max over ranks (ms)" \
+               "connlast 8:... from the last rank leaving MPI_Init (ms)" \
+               "connwarm 8:the same all-to-all once connected (ms)" \
+               "wall 8:mpirun wall time (s)" \
+               "mempeer 8:RSS per connected peer after 8 B messages (KiB, mean)" \
+               "mempeermax 8:... max over ranks (KiB)" \
+               "mempeer 4194304:RSS per connected peer after 4 MiB messages too (KiB)" \
+               "meminit 8:upper bound: (RSS after - right after MPI_Init)/7 (KiB)"; do
+        key=${row%%:*}
+        a=$(val conn-siwarp $key); b=$(val conn-tcp $key)
+        case $key in
+        conn*) a=$(awk -v v="$a" 'BEGIN { if (v != "") printf "%.1f", v / 1000 }')
+               b=$(awk -v v="$b" 'BEGIN { if (v != "") printf "%.1f", v / 1000 }') ;;
+        esac
+        printf '| %s | %s |' "${row#*:}" "$(fmt "$a" x)"
+        has tcp && printf ' %s | %s |' "$(fmt "$b" x)" "$(ratio "$a" "$b")"
+        echo
+    done
+    echo
+    echo "Memory: VmRSS; before = after touching the buffers and one exchange with rank 0 (first-use allocations), after = once every rank has exchanged with every peer; per peer = delta / 6 on ranks 1..7.  8 ranks share 2 cores here: the times are dominated by scheduling and start-up skew."
+}
+
+# degradation factors (above 1: worse under load) of transport T: "lat bw"
+degrade() {
+    awk -v li="$(val "load-idle-$1" lat 8)" -v ll="$(val "load-load-$1" lat 8)" \
+        -v bi="$(val "load-idle-$1" bw 1048576)" -v bl="$(val "load-load-$1" bw 1048576)" 'BEGIN {
+        printf "%s %s\n", (li > 0 && ll != "") ? sprintf("%.2f", ll / li) : "–",
+                          (bl > 0 && bi != "") ? sprintf("%.2f", bi / bl) : "–" }'
+}
+
+report_load() {
+    [ -f "$tmp/med.load-idle-siwarp" ] || return 0
+    echo
+    echo "### Under load: one process spinning on core 0"
+    echo
+    echo "| | transport | idle | loaded | degradation (>1 worse) |"
+    echo "|---|---|---:|---:|---:|"
+    for t in $conn_t; do
+        set -- $(degrade "$t")
+        echo "| latency 8 B (µs) | $(label_of "$t") | $(fmt "$(val "load-idle-$t" lat 8)" us) | $(fmt "$(val "load-load-$t" lat 8)" us) | $1 |"
+        echo "| bandwidth 1 MiB (MB/s) | $(label_of "$t") | $(fmt "$(val "load-idle-$t" bw 1048576)" mb) | $(fmt "$(val "load-load-$t" bw 1048576)" mb) | $2 |"
+    done
+}
+
+report_goals() {
+    echo
+    echo "### Goals of issue 6 ($([ $netns = 1 ] && echo "across a veth pair" || echo "loopback"))"
+    echo
+    echo "| goal | target | measured (siwarp/reference) | |"
+    echo "|---|---:|---|---|"
+    goal_row "latency 0 B–1 KiB vs btl tcp" "≤ 0.85" lo "$(worst lat 0 1024 lo tcp)"
+    goal_row "latency 1 B–1 KiB vs raw busy-polled TCP" "≤ 1.2" lo "$(worst lat 1 1024 lo raw)"
+    # shellcheck disable=SC2086
+    goal_row "bandwidth, every size ≥ 16 KiB, vs best of $(echo $others)" \
+        "≥ 1.1" hi "$(worst bw 16384 1e18 hi $others)"
+    # shellcheck disable=SC2086
+    goal_row "bi-bandwidth, every size ≥ 16 KiB, vs best of $(echo $others)" \
+        "≥ 1.1" hi "$(worst bibw 16384 1e18 hi $others)"
+    ip=$(val main-raw iperf 0)
+    if [ -n "$ip" ]; then
+        awk -v v="$ip" '$1 == "bw" && $2 >= 1048576 { print $1, $2, v }' "$tmp/med.main-siwarp" \
+            > "$tmp/med.main-iperf"
+    fi
+    goal_row "bandwidth, every size ≥ 1 MiB, vs single-stream iperf3" "≥ 1.0" hi \
+        "$(worst bw 1048576 1e18 hi iperf)"
+    goal_row "message rate 8 B vs btl tcp" "≥ 1.5" hi "$(worst rate 8 8 hi tcp)"
+    goal_row "CPU s per GB at 4 MiB vs btl tcp" "≤ 0.8" lo "$(worst bwcpu 4194304 4194304 lo tcp)"
+    r=$(ratio "$(val crc-siwarp bw 1048576)" "$(val crc-siwarp-nocrc bw 1048576)")
+    [ "$r" = "–" ] && r=""
+    goal_row "bandwidth 1 MiB, CRC on vs off (cost ≤ 5%)" "≥ 0.95" hi "${r:+$r 1048576}"
+    m=$(val conn-siwarp mempeer 8); mb=$(val conn-siwarp mempeer 4194304)
+    if [ -n "$m" ]; then
+        mm=$(awk -v a="$m" -v b="${mb:-0}" 'BEGIN { printf "%.0f", (a > b ? a : b) }')
+        printf '| memory per connected peer (RSS, after 8 B / 4 MiB messages) | ≤ 256 KiB | %s / %s KiB (btl tcp: %s / %s) | %s |\n' \
+            "$(fmt "$m" x)" "$(fmt "$mb" x)" "$(fmt "$(val conn-tcp mempeer 8)" x)" \
+            "$(fmt "$(val conn-tcp mempeer 4194304)" x)" "$(judge "$mm" 256 lo)"
+    else
+        echo "| memory per connected peer | ≤ 256 KiB | – | not measured |"
+    fi
+    r=$(ratio "$(val conn-siwarp connect 8)" "$(val conn-tcp connect 8)")
+    [ "$r" = "–" ] && r=""
+    goal_row "time to first message, 8 ranks all-to-all, vs btl tcp (no figure in the issue: taken as ≤ 1.0)" \
+        "≤ 1.0" lo "${r:+$r 8}" \
+        "mpirun wall time $(ratio "$(val conn-siwarp wall 8)" "$(val conn-tcp wall 8)")×"
+    if [ -f "$tmp/med.load-idle-siwarp" ] && has tcp; then
+        set -- $(degrade siwarp) $(degrade tcp)
+        goal_row "under load: latency 8 B degradation, siwarp vs btl tcp" "≤ 1.0" lo \
+            "$(ratio "$1" "$3") 8" "$1 against $3"
+        goal_row "under load: bandwidth 1 MiB degradation, siwarp vs btl tcp" "≤ 1.0" lo \
+            "$(ratio "$2" "$4") 1048576" "$2 against $4"
+    else
+        echo "| under load (one core busy), degradation vs btl tcp | ≤ 1.0 | – (run with --load) | not measured |"
+    fi
+    if [ $netns = 1 ]; then
+        echo "| the same goals across two namespaces joined by a veth pair | | this table | |"
+    else
+        echo "| the same goals across two namespaces joined by a veth pair | | – (run with --netns) | not measured |"
+    fi
+}
+
+report() {
+    echo "## MPI transports, $(date '+%Y-%m-%d %H:%M') ($([ $netns = 1 ] && echo "two namespaces, veth pair" || echo "loopback"))"
+    echo
+    echo "Command: \`$cmdline\`  "
+    echo "Host: $(nproc) cores, $(uname -r), load average at the end: $(cut -d' ' -f1-3 /proc/loadavg); 2 ranks, --bind-to $bind; medians of $reps round(s), contestants alternating within each round; $elapsed s of measuring. Ratios are siwarp/other: latency, CPU and times below 1 and bandwidth and rate above 1 favour siwarp."
+    echo
+    report_main
+    report_crc
+    report_conn
+    report_load
+    report_goals
+}
