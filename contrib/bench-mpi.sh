@@ -216,13 +216,15 @@ has() { case " $ok_t " in *" $1 "*) return 0 ;; esac; return 1; }
 # rounds PHASE "CONTESTANTS" FUNCTION: REPS rounds, contestants rotated;
 # FUNCTION CONTESTANT OUTFILE measures one into $tmp/out.PHASE-CONTESTANT.ROUND
 rounds() {
-    phase=$1; fn=$3; set -- $2; nt=$#
+    phase=$1; fn=$3; p0=$(date +%s)
+    # shellcheck disable=SC2086
+    set -- $2; nt=$#
     r=0
     while [ $r -lt "$reps" ]; do
         i=0
         while [ $i -lt $nt ]; do
             k=$(( (r + i) % nt + 1 ))
-            eval c=\${$k}
+            eval "c=\${$k}"
             echo "  $phase, round $((r + 1)): $c" >&2
             if ! $fn "$c" "$tmp/out.$phase-$c.$r"; then
                 echo "bench-mpi.sh: $phase round $((r + 1)) of $c failed:" >&2
@@ -232,6 +234,7 @@ rounds() {
         done
         r=$((r + 1))
     done
+    echo "  $phase: $(( $(date +%s) - p0 )) s" >&2
 }
 
 # ---- the phases --------------------------------------------------------------------------

@@ -50,7 +50,11 @@ goal_row() {
     if [ -z "$4" ]; then
         printf '| %s | %s | – %s | not measured |\n' "$1" "$2" "$6"
     else
-        printf '| %s | %s | %s× (worst at %s)%s | %s |\n' "$1" "$2" "$4" "$5" \
+        case $1 in
+        *"every size"*|*"–1 KiB"*) where="worst at $5" ;;  # a range: name the worst size
+        *) where="" ;;
+        esac
+        printf '| %s | %s | %s×%s%s | %s |\n' "$1" "$2" "$4" "${where:+ ($where)}" \
             "${6:+; $6}" "$(judge "$4" "$(echo "$2" | tr -dc '0-9.')" "$3")"
     fi
 }
@@ -139,6 +143,7 @@ report_conn() {
         echo
     done
     echo
+    [ $netns = 1 ] && echo "Across the namespaces: 4 ranks in each; the wall time includes making and removing the namespaces."
     echo "Memory: VmRSS; before = after touching the buffers and one exchange with rank 0 (first-use allocations), after = once every rank has exchanged with every peer; per peer = delta / 6 on ranks 1..7.  8 ranks share 2 cores here: the times are dominated by scheduling and start-up skew."
 }
 
@@ -158,6 +163,7 @@ report_load() {
     echo "| | transport | idle | loaded | degradation (>1 worse) |"
     echo "|---|---|---:|---:|---:|"
     for t in $conn_t; do
+        # shellcheck disable=SC2046
         set -- $(degrade "$t")
         echo "| latency 8 B (µs) | $(label_of "$t") | $(fmt "$(val "load-idle-$t" lat 8)" us) | $(fmt "$(val "load-load-$t" lat 8)" us) | $1 |"
         echo "| bandwidth 1 MiB (MB/s) | $(label_of "$t") | $(fmt "$(val "load-idle-$t" bw 1048576)" mb) | $(fmt "$(val "load-load-$t" bw 1048576)" mb) | $2 |"
@@ -205,6 +211,7 @@ report_goals() {
         "≤ 1.0" lo "${r:+$r 8}" \
         "mpirun wall time $(ratio "$(val conn-siwarp wall 8)" "$(val conn-tcp wall 8)")×"
     if [ -f "$tmp/med.load-idle-siwarp" ] && has tcp; then
+        # shellcheck disable=SC2046
         set -- $(degrade siwarp) $(degrade tcp)
         goal_row "under load: latency 8 B degradation, siwarp vs btl tcp" "≤ 1.0" lo \
             "$(ratio "$1" "$3") 8" "$1 against $3"
