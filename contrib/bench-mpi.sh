@@ -248,7 +248,8 @@ main_one() {
 rounds main "$ok_t" main_one
 
 if [ $do_crc = 1 ]; then
-    crc_one() { run_bench "$1" "$2" -t bw -n 1048576 -m 1048576 -i "$iters"; }
+    # 5x the main phase's iterations: a 5% difference must stand out of the noise
+    crc_one() { run_bench "$1" "$2" -t bw -n 1048576 -m 1048576 -i $((iters * 5)); }
     rounds crc "siwarp siwarp-nocrc" crc_one
 fi
 
@@ -276,8 +277,10 @@ if [ $do_load = 1 ]; then
         esac
         tt=${1#*-}
         m=$(aux "$2")
-        run_bench "$tt" "$2" -t lat -n 8 -m 8 -i "$iters" &&
-            run_bench "$tt" "$m" -t bw -n 1048576 -m 1048576 -i "$iters"
+        # long enough to span many scheduler time slices (a 1000-iteration
+        # ping-pong of 8 B is over within one)
+        run_bench "$tt" "$2" -t lat -n 8 -m 8 -i $((iters * 50)) &&
+            run_bench "$tt" "$m" -t bw -n 1048576 -m 1048576 -i $((iters * 10))
         rc=$?
         cat "$m" >> "$2" 2>/dev/null
         if [ -n "$spin" ]; then kill "$spin" 2>/dev/null; wait "$spin" 2>/dev/null; spin=""; fi
