@@ -213,6 +213,8 @@ typedef struct mca_btl_siwarp_module_t {
     opal_recursive_mutex_t lock;
 
     size_t frag_size;               /* header + max_send_size */
+    int inplace;                    /* software backend: Sends gather the
+                                       user's buffer (SIWARP_SEND_UNREGISTERED) */
 
     pthread_t thread;
     volatile int thread_stop;

@@ -584,6 +584,11 @@ static int module_init(mca_btl_siwarp_module_t *m)
         BTL_VERBOSE(("siwarp_ctx_create: %s", strerror(-rc)));
         return mca_btl_siwarp_errno_to_opal(rc);
     }
+    /* ob1 then hands contiguous send data by pointer (prepare_src) */
+    if (0 == strcmp(siwarp_ctx_backend(m->ctx), "soft")) {
+        m->inplace = 1;
+        m->super.btl_flags |= MCA_BTL_FLAGS_SEND_INPLACE;
+    }
     rc = siwarp_alloc_pd(m->ctx, &m->pd);
     if (rc < 0) {
         return mca_btl_siwarp_errno_to_opal(rc);

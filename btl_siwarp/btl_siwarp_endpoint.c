@@ -845,7 +845,7 @@ static void unfill_credits(mca_btl_siwarp_endpoint_t *ep, const mca_btl_siwarp_h
 static int iwarp_post(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag)
 {
     struct siwarp_send_wr wr, *bad;
-    struct siwarp_sge sge;
+    struct siwarp_sge sge, sgl[2];
     int rc;
 
     if (ep->sq_free <= 0) {
@@ -869,6 +869,16 @@ static int iwarp_post(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag
         sge.length = (uint32_t) (sizeof(mca_btl_siwarp_hdr_t) + frag->segments[0].seg_len);
         sge.lkey = frag->lkey;
         wr.opcode = SIWARP_WR_SEND;
+        if (2 == frag->base.des_segment_count) {
+            /* in place (prepare_src): headers here, data in the user's memory */
+            sgl[0] = sge;
+            sgl[1].addr = frag->segments[1].seg_addr.pval;
+            sgl[1].length = (uint32_t) frag->segments[1].seg_len;
+            sgl[1].lkey = 0;
+            wr.sg_list = sgl;
+            wr.num_sge = 2;
+            wr.send_flags |= SIWARP_SEND_UNREGISTERED;
+        }
         break;
     case MCA_BTL_SIWARP_FRAG_PUT:
     case MCA_BTL_SIWARP_FRAG_GET:

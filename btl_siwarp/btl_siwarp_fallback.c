@@ -413,6 +413,14 @@ int mca_btl_siwarp_tcp_submit(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag
     frag->iov_cnt = 2;
     switch (frag->type) {
     case MCA_BTL_SIWARP_FRAG_SEND:
+        if (2 == frag->base.des_segment_count) {
+            /* an in-place frag (made for iWARP) fits the eager buffer:
+             * gather it there, the framing below sends one body */
+            memcpy((char *) frag->segments[0].seg_addr.pval + frag->segments[0].seg_len,
+                   frag->segments[1].seg_addr.pval, frag->segments[1].seg_len);
+            frag->segments[0].seg_len += frag->segments[1].seg_len;
+            frag->base.des_segment_count = 1;
+        }
         frag->hdr->type = MCA_BTL_SIWARP_MSG_AM;
         frag->hdr->tag = frag->tag;
         frag->hdr->credits = frag->hdr->ctrl_credits = frag->hdr->reserved = 0;

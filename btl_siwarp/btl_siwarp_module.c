@@ -162,9 +162,44 @@ static int siwarp_free(mca_btl_base_module_t *btl, mca_btl_base_descriptor_t *de
     return OPAL_SUCCESS;
 }
 
-/* Always pack into the registered eager buffer: a Send's source must be
- * registered memory, and a copy of <= max_send_size bytes is cheap next to
- * a registration. */
+/* Contiguous data of MCA_BTL_SIWARP_INPLACE_MIN bytes or more, to a peer
+ * connected over iWARP on the software backend, is not copied: the Send
+ * gathers the headers from the eager buffer and the data from the user's
+ * memory (SIWARP_SEND_UNREGISTERED; the frag completes, and ob1 may reuse
+ * the buffer, once the kernel has taken the bytes).  Everything else is
+ * packed into the registered eager buffer. */
+#define MCA_BTL_SIWARP_INPLACE_MIN 1024
+
+static mca_btl_base_descriptor_t *prepare_src_inplace(mca_btl_base_module_t *btl,
+                                                      mca_btl_base_endpoint_t *ep,
+                                                      opal_convertor_t *convertor,
+                                                      uint8_t order, size_t reserve,
+                                                      size_t *size, uint32_t flags)
+{
+    mca_btl_siwarp_frag_t *frag;
+    struct iovec iov = { .iov_base = NULL };
+    uint32_t iov_count = 1;
+    size_t max_data = *size;
+
+    if (reserve + max_data > btl->btl_max_send_size) {
+        max_data = btl->btl_max_send_size - reserve;
+    }
+    frag = (mca_btl_siwarp_frag_t *) siwarp_alloc(btl, ep, order, reserve, flags);
+    if (OPAL_UNLIKELY(NULL == frag)) {
+        return NULL;
+    }
+    iov.iov_len = max_data;
+    if (OPAL_UNLIKELY(opal_convertor_pack(convertor, &iov, &iov_count, &max_data) < 0)) {
+        mca_btl_siwarp_frag_return(frag);
+        return NULL;
+    }
+    frag->segments[1].seg_addr.pval = iov.iov_base;
+    frag->segments[1].seg_len = max_data;
+    frag->base.des_segment_count = 2;
+    *size = max_data;
+    return &frag->base;
+}
+
 static mca_btl_base_descriptor_t *siwarp_prepare_src(mca_btl_base_module_t *btl,
                                                      mca_btl_base_endpoint_t *ep,
                                                      opal_convertor_t *convertor,
@@ -179,6 +214,12 @@ static mca_btl_base_descriptor_t *siwarp_prepare_src(mca_btl_base_module_t *btl,
 
     if (reserve + max_data > btl->btl_max_send_size) {
         max_data = btl->btl_max_send_size - reserve;
+    }
+    if (((mca_btl_siwarp_module_t *) btl)->inplace && max_data >= MCA_BTL_SIWARP_INPLACE_MIN &&
+        MCA_BTL_SIWARP_EP_CONNECTED == ep->state &&
+        MCA_BTL_SIWARP_TR_IWARP == ep->transport &&
+        !opal_convertor_need_buffers(convertor)) {
+        return prepare_src_inplace(btl, ep, convertor, order, reserve, size, flags);
     }
     frag = (mca_btl_siwarp_frag_t *) siwarp_alloc(btl, ep, order, reserve + max_data, flags);
     if (OPAL_UNLIKELY(NULL == frag)) {

@@ -250,6 +250,9 @@ static int swp_hw_check_send(struct siwarp_qp *qp, const struct siwarp_send_wr *
         return -EINVAL;
     if (wr->opcode == SIWARP_WR_READ && (wr->send_flags & SIWARP_SEND_INLINE))
         return -EINVAL;
+    /* the RNIC reads the SGEs itself: they must be registered */
+    if (wr->send_flags & SIWARP_SEND_UNREGISTERED)
+        return -EOPNOTSUPP;
     /* iWARP RNICs scatter a Read Response into one SGE (max_sge_rd) */
     if (wr->opcode == SIWARP_WR_READ && wr->num_sge > 1)
         return -EOPNOTSUPP;

@@ -92,7 +92,9 @@ static int swp_check_send_wr(struct siwarp_qp *qp, const struct siwarp_send_wr *
         return -EINVAL;
     if ((unsigned)wr->opcode > SIWARP_WR_READ)
         return -EINVAL;
-    if (wr->opcode == SIWARP_WR_READ && (wr->send_flags & SIWARP_SEND_INLINE))
+    /* a Read's SGE is the sink named in the Read Request: it needs an STag */
+    if (wr->opcode == SIWARP_WR_READ &&
+        (wr->send_flags & (SIWARP_SEND_INLINE | SIWARP_SEND_UNREGISTERED)))
         return -EINVAL;
     return 0;
 }
@@ -114,7 +116,7 @@ static int swp_post_one_send(struct siwarp_qp *qp, const struct siwarp_send_wr *
         return -EMSGSIZE;
     if ((wr->send_flags & SIWARP_SEND_INLINE) && len > qp->init.max_inline)
         return -EINVAL;
-    if (!(wr->send_flags & SIWARP_SEND_INLINE)) {
+    if (!(wr->send_flags & (SIWARP_SEND_INLINE | SIWARP_SEND_UNREGISTERED))) {
         int access = wr->opcode == SIWARP_WR_READ ? SIWARP_ACCESS_LOCAL_WRITE : 0;
         for (int i = 0; i < wr->num_sge; i++) {
             if (wr->sg_list[i].length == 0)

@@ -156,6 +156,12 @@ enum siwarp_send_flags {
     SIWARP_SEND_SIGNALED = 1 << 0,
     SIWARP_SEND_FENCE    = 1 << 1,  /* wait for prior Reads to complete */
     SIWARP_SEND_INLINE   = 1 << 2,  /* copy payload at post time; lkey ignored */
+    /* The SGEs name plain memory of this process, not registered regions:
+     * no lkey is checked (as a privileged local STag in RDMA verbs).  Send
+     * and Write only; the memory must stay valid and unchanged until the WR
+     * completes.  Software backend only (-EOPNOTSUPP on a verbs device,
+     * where the RNIC reads memory by itself). */
+    SIWARP_SEND_UNREGISTERED = 1 << 3,
 };
 
 struct siwarp_send_wr {

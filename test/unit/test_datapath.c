@@ -609,4 +609,36 @@ TEST(tx_coalesce_stream_in_order)
     ASSERT_MEM_EQ(src, dst, N * 4);
 }
 
+/* SIWARP_SEND_UNREGISTERED: a Send (or Write) from plain memory, no STag
+ * checked; without the flag the same post is refused; a Read never. */
+TEST(send_unregistered_memory)
+{
+    struct pair p;
+    pair_setup(&p, nego_default(true, false));
+    uint8_t hdr[16], *body = malloc(5000), r[5016];
+    memset(hdr, 0xab, sizeof(hdr));
+    fill(body, 5000, 9);
+    struct siwarp_mr *mh = reg(&p, hdr, sizeof(hdr), 0), *mr = reg(&p, r, sizeof(r), ACC_ALL);
+    struct siwarp_sge sg[2] = { { hdr, sizeof(hdr), siwarp_mr_stag(mh) }, { body, 5000, 0 } };
+    struct siwarp_sge rs = { r, sizeof(r), siwarp_mr_stag(mr) };
+    struct siwarp_recv_wr rw = { .wr_id = 5, .sg_list = &rs, .num_sge = 1 };
+    struct siwarp_send_wr sw = { .wr_id = 6, .sg_list = sg, .num_sge = 2,
+                                 .opcode = SIWARP_WR_SEND, .send_flags = SIWARP_SEND_SIGNALED };
+    ASSERT_EQ(siwarp_post_send(p.qp[0], &sw, NULL), -EINVAL);      /* lkey 0: no region */
+    sw.send_flags |= SIWARP_SEND_UNREGISTERED;
+    ASSERT_OK(siwarp_post_recv(p.qp[1], &rw, NULL));
+    ASSERT_OK(siwarp_post_send(p.qp[0], &sw, NULL));
+    struct siwarp_wc wc = poll_wc(&p, 1);
+    ASSERT_EQ(wc.status, SIWARP_WC_SUCCESS);
+    ASSERT_EQ(wc.byte_len, 5016);
+    ASSERT_MEM_EQ(r, hdr, sizeof(hdr));
+    ASSERT_MEM_EQ(r + sizeof(hdr), body, 5000);
+    ASSERT_EQ(poll_wc(&p, 0).status, SIWARP_WC_SUCCESS);
+    struct siwarp_send_wr rd = { .wr_id = 7, .sg_list = sg, .num_sge = 1,
+                                 .opcode = SIWARP_WR_READ,
+                                 .send_flags = SIWARP_SEND_UNREGISTERED,
+                                 .rdma = { (uint64_t)(uintptr_t)r, siwarp_mr_stag(mr) } };
+    ASSERT_EQ(siwarp_post_send(p.qp[0], &rd, NULL), -EINVAL);
+}
+
 SWP_TEST_MAIN()
