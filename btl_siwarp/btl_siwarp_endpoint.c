@@ -43,6 +43,7 @@ static void ep_construct(mca_btl_siwarp_endpoint_t *ep)
     ep->state = MCA_BTL_SIWARP_EP_CLOSED;
     ep->transport = MCA_BTL_SIWARP_TR_NONE;
     ep->await_incoming = ep->warned_fallback = ep->had_traffic = 0;
+    ep->qp_accepted = 0;
     ep->deadline_ms = 0;
     ep->peer_rq = 0;
     ep->qp = NULL;
@@ -338,6 +339,7 @@ static void qp_abandon(mca_btl_siwarp_endpoint_t *ep)
     }
     opal_list_append(&ep->module->graveyard, &g->super);
     ep->qp = NULL;
+    ep->qp_accepted = 0;
     ep->recv_frags = NULL;
     ep->num_recv_frags = 0;
 }
@@ -536,6 +538,24 @@ static void iwarp_connect_failed(mca_btl_siwarp_endpoint_t *ep, struct siwarp_qp
     start_fallback(ep, why);
 }
 
+/* A QP we accepted left CONNECTING for an error, or died as we looked at
+ * it: the peer had given up that attempt (its MPA Reply timer fired while
+ * we did not progress, or it closed it), and its next attempt may have been
+ * refused as a duplicate of this one -- the peer then waits for us.  So
+ * connect ourselves; should the peer be connecting too, the usual
+ * simultaneous-connect rule picks one.  Nothing was posted on the QP yet
+ * (still CONNECTING), so nothing is lost. */
+static void iwarp_accepted_failed(mca_btl_siwarp_endpoint_t *ep, const struct siwarp_qp_attr *attr)
+{
+    BTL_VERBOSE(("the connection accepted from %s ended before use (%s); connecting ourselves",
+                 OPAL_NAME_PRINT(ep->name), attr->error_str[0] ? attr->error_str : "closed"));
+    qp_abandon(ep);
+    ep->addr_idx = 0;
+    if (OPAL_SUCCESS != start_iwarp(ep)) {
+        mca_btl_siwarp_ep_fail(ep, "no published address accepted a connection", 1);
+    }
+}
+
 int mca_btl_siwarp_ep_progress_connect(mca_btl_siwarp_endpoint_t *ep)
 {
     struct siwarp_qp_attr attr;
@@ -571,6 +591,18 @@ int mca_btl_siwarp_ep_progress_connect(mca_btl_siwarp_endpoint_t *ep)
     case SIWARP_QPS_CONNECTING:
         return 0;
     case SIWARP_QPS_RTS:
+        if (ep->qp_accepted) {
+            /* An attempt the peer gave up reaches RTS here all the same (our
+             * Reply went out), and its end of stream waits in the socket.
+             * Let the library read the socket once before Sends go on it:
+             * a given-up attempt then shows as closed, not as a connection
+             * lost with work in flight. */
+            (void) siwarp_progress(ep->module->ctx);
+            if (siwarp_query_qp(ep->qp, &attr) < 0 || SIWARP_QPS_RTS != attr.state) {
+                iwarp_accepted_failed(ep, &attr);
+                return 1;
+            }
+        }
         if (OPAL_SUCCESS != mca_btl_siwarp_parse_conn_pd(attr.peer_private_data,
                                                          attr.peer_private_data_len, &pd)) {
             if (0 == ep->peer_rq) {
@@ -585,7 +617,11 @@ int mca_btl_siwarp_ep_progress_connect(mca_btl_siwarp_endpoint_t *ep)
         mca_btl_siwarp_ep_connected(ep, MCA_BTL_SIWARP_TR_IWARP, pd.rq_depth);
         return 1;
     default:
-        iwarp_connect_failed(ep, &attr);
+        if (ep->qp_accepted) {
+            iwarp_accepted_failed(ep, &attr);
+        } else {
+            iwarp_connect_failed(ep, &attr);
+        }
         return 1;
     }
 }
@@ -641,6 +677,13 @@ int mca_btl_siwarp_ep_accept_incoming(mca_btl_siwarp_endpoint_t *ep)
     case MCA_BTL_SIWARP_EP_CLOSED:
         return 1;
     case MCA_BTL_SIWARP_EP_CONNECTING:
+        if (ep->qp && ep->qp_accepted) {
+            /* we accepted another attempt of this peer: one of the two was
+             * given up (see btl_siwarp_endpoint.h), and the peer may be
+             * sending on the other already.  Keep ours; if it is the dead
+             * one, iwarp_accepted_failed connects to the peer. */
+            return 0;
+        }
         if (ep->await_incoming) {
             return 1;
         }
@@ -708,6 +751,7 @@ void mca_btl_siwarp_ep_handle_conn_req(mca_btl_siwarp_module_t *m, struct siwarp
         BTL_VERBOSE(("siwarp_accept: %s", strerror(-rc)));
         return;
     }
+    ep->qp_accepted = 1;
     mca_btl_siwarp_ep_activate(ep);
     /* peer's rq_depth is in its request; RTS is noticed by progress_connect,
      * which reads the same private data back through siwarp_query_qp */

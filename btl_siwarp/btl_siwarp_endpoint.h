@@ -9,6 +9,15 @@
  *   FAILED     -> (terminal)
  * The transport (iWARP QP or framed TCP socket) is chosen when connecting.
  *
+ * While CONNECTING, the iWARP QP is either our own attempt (qp_accepted 0)
+ * or one we accepted (qp_accepted 1), or there is none (await_incoming).
+ * A peer makes one attempt at a time, but an attempt it gave up (MPA Reply
+ * timeout while we did not progress; it then tries our next address) can
+ * still be queued at our listener next to its live one, in any order.  So
+ * a QP we accepted is never traded for another request (that closed the
+ * live connection under the peer's first Sends), and an accepted QP that
+ * dies before we use it was the given-up attempt: we connect ourselves.
+ *
  * Flow control (iWARP only; RFC 5040 has no receiver-not-ready retry, so a
  * Send without a posted receive is fatal): each side posts rq_depth AM
  * receives and ctrl_credits control receives.  An AM Send consumes one
@@ -55,6 +64,7 @@ struct mca_btl_base_endpoint_t {
     mca_btl_siwarp_ep_state_t state;
     mca_btl_siwarp_transport_t transport;
     int await_incoming;                 /* lost a simultaneous connect */
+    int qp_accepted;                    /* qp came from siwarp_accept */
     uint64_t deadline_ms;               /* await_incoming / fallback handshake:
                                            give up at this CLOCK_MONOTONIC ms */
     int warned_fallback;
