@@ -250,6 +250,12 @@ static void cm_send_req(struct siwarp_qp *qp)
         return;
     }
     qp->cm.state = SWP_CM_WAIT_REP;
+    /* The Reply gets its own timeout_ms from now.  The Request goes out in
+     * the first progress call after the TCP connect; an application that
+     * did not progress for longer than timeout_ms (busy computing) would
+     * otherwise time out in that same call, blaming a peer that has not
+     * yet seen the Request, and retry on a fresh connection. */
+    swp_timer_arm(qp->ctx, &qp->cm.timer, (uint64_t)qp->cm.param.timeout_ms, cm_timeout);
     swp_poll_mod(qp->ctx, &qp->pl, EPOLLIN | EPOLLRDHUP);
 }
 
