@@ -49,7 +49,7 @@ export OMPI_MCA_plm_rsh_agent=${OMPI_MCA_plm_rsh_agent:-false}
 export OMPI_MCA_rmaps_base_oversubscribe=1
 
 PROGS="mpi_pingpong mpi_anysrc mpi_datatype mpi_flood mpi_coll mpi_onesided mpi_remap mpi-bench
-       mpi_hostile mpi_oneway mpi_big"
+       mpi_hostile mpi_oneway mpi_big mpi_connect_race"
 # the TAP plan is printed at the end (tests are added and skipped by
 # environment: netns, big messages)
 
@@ -271,6 +271,29 @@ run "interface selection: btl_siwarp_if_exclude=lo" 2 \
 run "small receive queue (rq_depth=2, credit_threshold=1) under flood" 4 \
     --mca btl_siwarp_rq_depth 2 --mca btl_siwarp_credit_threshold 1 "$OUT/mpi_flood" 3000
 run "mpi-bench smoke (0 B..1 MiB)" 2 "$OUT/mpi-bench" -m 1048576 -i 20
+
+# First contact while the odd ranks compute without progress for longer than
+# the MPA timeout: the even ranks' requests time out and are retried on the
+# next address, so an odd rank finds a given-up and a live request from one
+# peer.  Connections persist for a job's life, so each launch is one race;
+# several launches, each bounded by timeout, and the first failure is shown.
+races=3; [ "${MPI_TEST_QUICK:-0}" = 1 ] || races=8
+bad=0
+for i in $(seq 1 $races); do
+    log="$OUT/connect_race_$i.log"
+    timeout 60 $MPIRUN -np 4 --mca btl_siwarp_connect_timeout 1000 \
+        "$OUT/mpi_connect_race" 1500 > "$log" 2>&1
+    rc=$?
+    if [ $rc -ne 0 ] || ! grep -q "connect_race: ok" "$log"; then
+        [ $bad = 0 ] && diag "$log"
+        bad=$((bad + 1))
+    fi
+done
+if [ $bad = 0 ]; then
+    ok "np=4 first contact with odd ranks busy past connect_timeout, $races launches: given-up requests beside live ones"
+else
+    not_ok "np=4 first contact with odd ranks busy past connect_timeout: $bad of $races launches failed"
+fi
 
 # The loser of a simultaneous connect waits for the winner's connection at
 # most btl_siwarp_connect_timeout.  SIWARP_BTL_TEST_REFUSE_INCOMING (a test
