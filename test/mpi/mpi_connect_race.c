@@ -16,7 +16,14 @@
  * duplicated: MPI's non-overtaking order makes a lost message show up as
  * the wrong sequence number and a duplicate as an extra one.
  *
- * Usage: mpi_connect_race [BUSY_MS]   (default 1500)
+ * All ranks start at the same wall-clock second START (no MPI call may be
+ * used to line them up: it would connect).  A rank still in MPI_Init's
+ * progress loop when the others start would accept their requests there,
+ * and then a busy phase past the timeout fails those connections by design
+ * (the P2P start-up bound: Read RTR unanswered); so a rank that reaches
+ * START late does not compute, and says so.
+ *
+ * Usage: mpi_connect_race [BUSY_MS [START]]   (default 1500, no START)
  */
 #include "mpi_common.h"
 
@@ -24,23 +31,37 @@
 
 #define ROUNDS 200
 
-static double now_s(void)
+static double now_s(clockid_t clk)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clk, &ts);
     return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
 }
 
 int main(int argc, char **argv)
 {
-    int rank, size, busy_ms = 1500, n = 0;
+    int rank, size, busy_ms = 1500, n = 0, late = 0;
+    double start = 0;
 
     MPI_Init(&argc, &argv);
     if (argc > 1) {
         busy_ms = atoi(argv[1]);
     }
+    if (argc > 2) {
+        start = atof(argv[2]);
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (start > 0) {
+        late = now_s(CLOCK_REALTIME) >= start;
+        while (now_s(CLOCK_REALTIME) < start) {
+            struct timespec ms = { 0, 1000000 };
+            nanosleep(&ms, NULL);
+        }
+        if (late) {
+            fprintf(stderr, "[rank %d] connect_race: late for the start, not computing\n", rank);
+        }
+    }
 
     MPI_Request *req = malloc(sizeof(MPI_Request) * 2 * (size_t) size * ROUNDS);
     int (*out)[3] = malloc(sizeof(int[3]) * (size_t) size * ROUNDS);
@@ -61,11 +82,11 @@ int main(int argc, char **argv)
             MPI_Isend(out[p], 3, MPI_INT, p, 0, MPI_COMM_WORLD, &req[n++]);
         }
     }
-    if (rank & 1) {
+    if ((rank & 1) && !late) {
         /* compute: no MPI call, so no progress, for longer than the
          * peers' MPA Reply timeout */
-        double until = now_s() + busy_ms / 1000.0;
-        while (now_s() < until) {
+        double until = now_s(CLOCK_MONOTONIC) + busy_ms / 1000.0;
+        while (now_s(CLOCK_MONOTONIC) < until) {
         }
     }
     MPI_Waitall(n, req, MPI_STATUSES_IGNORE);

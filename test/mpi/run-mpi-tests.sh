@@ -277,12 +277,13 @@ run "mpi-bench smoke (0 B..1 MiB)" 2 "$OUT/mpi-bench" -m 1048576 -i 20
 # next address, so an odd rank finds a given-up and a live request from one
 # peer.  Connections persist for a job's life, so each launch is one race;
 # several launches, each bounded by timeout, and the first failure is shown.
+# The ranks start together at a wall-clock second given on the command line.
 races=3; [ "${MPI_TEST_QUICK:-0}" = 1 ] || races=8
 bad=0
 for i in $(seq 1 $races); do
     log="$OUT/connect_race_$i.log"
     timeout 60 $MPIRUN -np 4 --mca btl_siwarp_connect_timeout 1000 \
-        "$OUT/mpi_connect_race" 1500 > "$log" 2>&1
+        "$OUT/mpi_connect_race" 1500 $(( $(date +%s) + 4 )) > "$log" 2>&1
     rc=$?
     if [ $rc -ne 0 ] || ! grep -q "connect_race: ok" "$log"; then
         [ $bad = 0 ] && diag "$log"
