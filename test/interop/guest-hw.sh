@@ -15,20 +15,11 @@ echo "SIWHW: siw params: $(cd /sys/module/siw/parameters 2>/dev/null && for p in
 ibv_devinfo -d siw0 2>&1 | grep -E 'hca_id|transport' >"$R/devinfo"
 
 up() { cut -d' ' -f1 /proc/uptime; }
-# listening PORT: a kernel (siw / rdma_cm) listener on the TCP port
-listening() {
-    grep -q ":$(printf '%04X' "$1") 00000000:0000 0A" /proc/net/tcp 2>/dev/null
-}
+. /mnt/host/lib-guest.sh     # wait_file, listening
 wait_listen() {  # PORT PID
     i=0
     while ! listening "$1" && [ $i -lt 200 ] && kill -0 "$2" 2>/dev/null; do
         sleep 0.05; i=$((i + 1))
-    done
-}
-wait_file() {  # FILE TENTHS
-    i=0
-    while [ ! -e "$1" ]; do
-        i=$((i + 1)); [ $i -gt "$2" ] && return 1; sleep 0.1
     done
 }
 finish() {  # ID RC T0

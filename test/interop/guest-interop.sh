@@ -22,22 +22,7 @@ echo "SIWIOP: siw params: $(cd /sys/module/siw/parameters 2>/dev/null && for p i
 [ -d "$R" ] && : >"$R/up"
 echo "SIWIOP: siwfix=$(for x in $(cat /proc/cmdline); do case $x in siwfix=*) echo "${x#*=}";; esac; done)"
 
-# Wait (up to $2 tenths of a second) for file $1.
-wait_file() {
-    i=0
-    while [ ! -e "$1" ]; do
-        i=$((i + 1))
-        [ $i -gt "$2" ] && return 1
-        sleep 0.1
-    done
-    return 0
-}
-
-# Is something listening on TCP port 7174 (hex 1C06)?  siw's listener is a
-# kernel socket and shows in /proc/net/tcp like any other.
-listening() {
-    grep -q ':1C06 00000000:0000 0A' /proc/net/tcp 2>/dev/null
-}
+. /mnt/host/lib-guest.sh     # wait_file, listening
 
 while read -r id kind args; do
     [ -n "$id" ] || continue
@@ -49,7 +34,7 @@ while read -r id kind args; do
         timeout "$STEP_TIMEOUT" rping -s -a 10.0.2.15 -p 7174 $args >/tmp/out.$id 2>&1 &
         pid=$!
         i=0
-        while ! listening && [ $i -lt 100 ] && kill -0 $pid 2>/dev/null; do
+        while ! listening 7174 && [ $i -lt 100 ] && kill -0 $pid 2>/dev/null; do
             sleep 0.05; i=$((i + 1))
         done
         : >"$R/ready.$id"

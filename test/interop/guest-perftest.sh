@@ -21,21 +21,7 @@ echo "SIWPT: siw params: $(cd /sys/module/siw/parameters 2>/dev/null && for p in
 echo "SIWPT: $(ib_write_bw --version 2>&1 | head -1)"
 [ -d "$R" ] && : >"$R/up"
 
-wait_file() {   # FILE TENTHS
-    i=0
-    while [ ! -e "$1" ]; do
-        i=$((i + 1))
-        [ $i -gt "$2" ] && return 1
-        sleep 0.1
-    done
-    return 0
-}
-
-# Is something listening on TCP port 18515 (hex 4853)?  siw's listener is a
-# kernel socket and shows in /proc/net/tcp like any other.
-listening() {
-    grep -q ':4853 00000000:0000 0A' /proc/net/tcp 2>/dev/null
-}
+. /mnt/host/lib-guest.sh     # wait_file, listening
 
 while read -r id kind verb args; do
     [ -n "$id" ] || continue
@@ -47,7 +33,7 @@ while read -r id kind verb args; do
         timeout "$STEP_TIMEOUT" "ib_${verb}_bw" -R -d siw0 -p 18515 -F $args >/tmp/out.$id 2>&1 &
         pid=$!
         i=0
-        while ! listening && [ $i -lt 200 ] && kill -0 $pid 2>/dev/null; do
+        while ! listening 18515 && [ $i -lt 200 ] && kill -0 $pid 2>/dev/null; do
             sleep 0.05; i=$((i + 1))
         done
         : >"$R/ready.$id"

@@ -53,11 +53,7 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-now_ms() { date +%s%3N; }
-wait_for() {
-    local end=$(( $(now_ms) + $1 * 1000 )); shift
-    until "$@"; do [ "$(now_ms)" -ge "$end" ] && return 1; sleep 0.05; done
-}
+. "$here/lib-host.sh"     # now_ms, wait_for
 tap() { n=$((n + 1)); echo "$1 $n - $2"; [ "$1" = ok ] || failed=1; }
 guest_ms() {  # done file -> duration in ms from the guest's clock
     awk '{ printf "%d", ($3 - $2) * 1000 }' "$1"
@@ -113,7 +109,7 @@ run_boot() {
     [ "$boot" = fix ] && kargs=siwfix=1
     rm -rf "$SHARE/run" "$SHARE/bin"
     mkdir -p "$SHARE/run" "$SHARE/bin" "$OUT/$boot"
-    cp "$here/guest-hw.sh" "$SHARE/"
+    cp "$here/guest-hw.sh" "$here/lib-guest.sh" "$SHARE/"
     cp "$RPING" "$SHARE/bin/siwarp-rping"
     echo "# boot $boot: $kargs"
     tb=$(now_ms)

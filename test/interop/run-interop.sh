@@ -58,17 +58,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-now_ms() { date +%s%3N; }
-
-# wait_for SECONDS COMMAND...: true once COMMAND succeeds, false at the deadline
-wait_for() {
-    local end=$(( $(now_ms) + $1 * 1000 ))
-    shift
-    until "$@"; do
-        [ "$(now_ms)" -ge "$end" ] && return 1
-        sleep 0.05
-    done
-}
+. "$here/lib-host.sh"     # now_ms, wait_for
 
 # ---- the matrix ------------------------------------------------------------------
 # step ID KIND EXPECT "siwarp-rping args" "rping args" "description"
@@ -329,7 +319,7 @@ run_boot() {
     matrix "${boot%-fix}"
     rm -rf "$SHARE/run"
     mkdir -p "$SHARE/run" "$OUT/$boot"
-    cp "$here/guest-interop.sh" "$SHARE/"
+    cp "$here/guest-interop.sh" "$here/lib-guest.sh" "$SHARE/"
     : >"$SHARE/run/steps"
     local s
     for s in "${steps[@]}"; do

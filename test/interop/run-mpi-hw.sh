@@ -41,11 +41,7 @@ COMP=$top_builddir/btl_siwarp/.libs/mca_btl_siwarp.so
 PROGS="mpi_pingpong mpi_anysrc mpi_datatype mpi_flood mpi_coll mpi_onesided mpi_remap"
 n=0; failed=; qpid=
 tap() { n=$((n + 1)); echo "$1 $n - $2"; [ "$1" = ok ] || failed=1; }
-now_ms() { date +%s%3N; }
-wait_for() {
-    local end=$(( $(now_ms) + $1 * 1000 )); shift
-    until "$@"; do [ "$(now_ms)" -ge "$end" ] && return 1; sleep 0.1; done
-}
+. "$here/lib-host.sh"     # now_ms, wait_for
 cleanup() {
     [ -n "$qpid" ] && kill "$qpid" 2>/dev/null
     local pids; pids=$(ip netns pids "$NS" 2>/dev/null)

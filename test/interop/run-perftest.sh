@@ -56,17 +56,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-now_ms() { date +%s%3N; }
-
-# wait_for SECONDS COMMAND...: true once COMMAND succeeds, false at the deadline
-wait_for() {
-    local end=$(( $(now_ms) + $1 * 1000 ))
-    shift
-    until "$@"; do
-        [ "$(now_ms)" -ge "$end" ] && return 1
-        sleep 0.05
-    done
-}
+. "$here/lib-host.sh"     # now_ms, wait_for
 
 # ---- the matrix ------------------------------------------------------------------
 # step ID KIND VERB "size iters [rx_depth]" "description"
@@ -174,7 +164,7 @@ run_boot() {
     matrix
     rm -rf "$SHARE/run"
     mkdir -p "$SHARE/run" "$OUT/$boot"
-    cp "$here/guest-perftest.sh" "$SHARE/"
+    cp "$here/guest-perftest.sh" "$here/lib-guest.sh" "$SHARE/"
     : >"$SHARE/run/steps"
     for s in "${steps[@]}"; do
         IFS='|' read -r id kind verb params desc <<<"$s"
