@@ -32,25 +32,8 @@ while read -r id kind args; do
     gs)
         # shellcheck disable=SC2086
         timeout "$STEP_TIMEOUT" rping -s -a 10.0.2.15 -p 7174 $args >/tmp/out.$id 2>&1 &
-        pid=$!
-        i=0
-        while ! listening 7174 && [ $i -lt 100 ] && kill -0 $pid 2>/dev/null; do
-            sleep 0.05; i=$((i + 1))
-        done
-        : >"$R/ready.$id"
-        # rping -s exits when its client disconnects; if the host side is
-        # finished (e.g. siw refused the connection below rping), allow a
-        # grace period, then stop it.
-        fin_seen=0
-        while kill -0 $pid 2>/dev/null; do
-            if [ $fin_seen = 0 ] && [ -e "$R/fin.$id" ]; then fin_seen=1; j=0; fi
-            if [ $fin_seen = 1 ]; then
-                j=$((j + 1))
-                [ $j -gt 20 ] && { kill $pid 2>/dev/null; echo "SIWIOP: rping -s stopped after the host finished" >>/tmp/out.$id; }
-            fi
-            sleep 0.1
-        done
-        wait $pid
+        # rping -s exits when its client disconnects
+        serve "$id" $! 7174 100 20 "SIWIOP: rping -s stopped after the host finished"
         rc=$?
         ;;
     gc)

@@ -31,24 +31,7 @@ while read -r id kind verb args; do
     gs)
         # shellcheck disable=SC2086
         timeout "$STEP_TIMEOUT" "ib_${verb}_bw" -R -d siw0 -p 18515 -F $args >/tmp/out.$id 2>&1 &
-        pid=$!
-        i=0
-        while ! listening 18515 && [ $i -lt 200 ] && kill -0 $pid 2>/dev/null; do
-            sleep 0.05; i=$((i + 1))
-        done
-        : >"$R/ready.$id"
-        # the server exits when the test is over; once the host side has
-        # finished (e.g. it failed), allow a grace period, then stop it
-        fin_seen=0
-        while kill -0 $pid 2>/dev/null; do
-            if [ $fin_seen = 0 ] && [ -e "$R/fin.$id" ]; then fin_seen=1; j=0; fi
-            if [ $fin_seen = 1 ]; then
-                j=$((j + 1))
-                [ $j -gt 30 ] && { kill $pid 2>/dev/null; echo "SIWPT: perftest server stopped after the host finished" >>/tmp/out.$id; }
-            fi
-            sleep 0.1
-        done
-        wait $pid
+        serve "$id" $! 18515 200 30 "SIWPT: perftest server stopped after the host finished"
         rc=$?
         ;;
     gc)
