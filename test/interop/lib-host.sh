@@ -12,3 +12,9 @@ wait_for() {
         sleep 0.05
     done
 }
+
+# tap ok|"not ok" NAME [DIRECTIVE]: one TAP line, numbered by the caller's $n
+tap() {
+    n=$((n + 1))
+    echo "$1 $n - $2${3:+ # $3}"
+}

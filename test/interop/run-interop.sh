@@ -58,7 +58,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-. "$here/lib-host.sh"     # now_ms, wait_for
+. "$here/lib-host.sh"     # now_ms, wait_for, tap
 
 # ---- the matrix ------------------------------------------------------------------
 # step ID KIND EXPECT "siwarp-rping args" "rping args" "description"
@@ -187,10 +187,6 @@ pcap_check() {
 
 # ---- one step --------------------------------------------------------------------------
 
-tap() {  # ok|not ok, name, directive
-    n=$((n + 1))
-    echo "$1 $n - $2${3:+ # $3}"
-}
 
 run_step() {  # boot, step record
     local boot=$1 id kind expect sargs rargs desc

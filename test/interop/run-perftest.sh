@@ -56,7 +56,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-. "$here/lib-host.sh"     # now_ms, wait_for
+. "$here/lib-host.sh"     # now_ms, wait_for, tap
 
 # ---- the matrix ------------------------------------------------------------------
 # step ID KIND VERB "size iters [rx_depth]" "description"
@@ -88,10 +88,6 @@ kargs_of() {
 
 # ---- one step --------------------------------------------------------------------------
 
-tap() {  # ok|not ok, name, directive
-    n=$((n + 1))
-    echo "$1 $n - $2${3:+ # $3}"
-}
 
 run_step() {  # boot, step record
     local boot=$1 id kind verb params desc
