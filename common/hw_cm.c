@@ -201,10 +201,14 @@ static void swp_hw_qp_event(struct siwarp_qp *qp, struct rdma_cm_event *e)
             q->disconnected = true;
             rdma_disconnect(q->id);
         }
+        /* rdma_cm cannot tell the peer's orderly close from an abort: as
+         * on the software backend (swp_qp_llp_closed), the close itself is
+         * no error; work it cut off completes flushed, which the consumer
+         * sees (the BTL fails a peer only with work in flight) */
         if (qp->state == SIWARP_QPS_CLOSING)
             swp_hw_qp_fail(qp, 0, "disconnected");
         else
-            swp_hw_qp_fail(qp, -ECONNRESET, "connection closed by the peer");
+            swp_hw_qp_fail(qp, 0, "connection closed by the peer");
         break;
     case RDMA_CM_EVENT_DEVICE_REMOVAL:
         swp_hw_qp_fail(qp, -ENODEV, "verbs device %s removed", h->name);

@@ -53,7 +53,7 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-. "$here/lib-host.sh"     # now_ms, wait_for
+. "$here/lib-host.sh"     # now_ms, wait_for (its tap is replaced below)
 tap() { n=$((n + 1)); echo "$1 $n - $2"; [ "$1" = ok ] || failed=1; }
 guest_ms() {  # done file -> duration in ms from the guest's clock
     awk '{ printf "%d", ($3 - $2) * 1000 }' "$1"
