@@ -67,6 +67,8 @@ void swp_qp_link(struct siwarp_qp *qp)
     qp->pd->refs++;
     qp->scq->refs++;
     qp->rcq->refs++;
+    if (qp->srq)
+        qp->srq->refs++;
     swp_list_add_tail(&qp->ctx->qps, &qp->link);
     swp_unlock(qp->ctx);
 }
@@ -80,7 +82,12 @@ int siwarp_create_qp(struct siwarp_pd *pd, const struct siwarp_qp_init_attr *att
 
     if (!pd || !attr || !out || !attr->send_cq || !attr->recv_cq)
         return -EINVAL;
+    if (attr->srq && pd->ctx->hw)
+        return -EOPNOTSUPP;
     if (pd->ctx->hw) return swp_hw_create_qp(pd, attr, out);
+    /* receive WQEs are checked against the QP's PD when placing */
+    if (attr->srq && attr->srq->pd != pd)
+        return -EINVAL;
     if (attr->max_send_wr == 0 || attr->max_send_wr > (1u << 20) ||
         attr->max_recv_wr > (1u << 20) || attr->max_sge > SWP_MAX_SGE)
         return -EINVAL;
@@ -91,6 +98,7 @@ int siwarp_create_qp(struct siwarp_pd *pd, const struct siwarp_qp_init_attr *att
     qp->pd = pd;
     qp->scq = attr->send_cq;
     qp->rcq = attr->recv_cq;
+    qp->srq = attr->srq;
     qp->init = *attr;
     if (qp->init.max_sge == 0)
         qp->init.max_sge = 1;
@@ -102,7 +110,8 @@ int siwarp_create_qp(struct siwarp_pd *pd, const struct siwarp_qp_init_attr *att
     n = swp_pow2(attr->max_send_wr);
     qp->sq = calloc(n, sizeof(*qp->sq));
     qp->sqr.mask = n - 1;
-    n = swp_pow2(attr->max_recv_wr ? attr->max_recv_wr : 1);
+    /* a QP on an SRQ keeps an empty one-slot RQ: post_recv refuses it */
+    n = attr->srq ? 1 : swp_pow2(attr->max_recv_wr ? attr->max_recv_wr : 1);
     qp->rq = calloc(n, sizeof(*qp->rq));
     qp->rqr.mask = n - 1;
     /* ORQ / IRQ sized for the largest IRD/ORD we negotiate (RFC 6581 5) */
@@ -121,7 +130,7 @@ int siwarp_create_qp(struct siwarp_pd *pd, const struct siwarp_qp_init_attr *att
         qp->sq[i].sge = qp->sq_sge + (size_t)i * qp->init.max_sge;
     for (uint32_t i = 0; i <= qp->rqr.mask; i++)
         qp->rq[i].sge = qp->rq_sge + (size_t)i * qp->init.max_sge;
-    rc = swp_rx_init(&qp->rx, 65536);
+    rc = swp_rx_init(qp);
     if (rc < 0)
         goto err;
     for (int i = 0; i < SWP_QN_COUNT; i++) {
@@ -172,10 +181,11 @@ int siwarp_destroy_qp(struct siwarp_qp *qp)
     qp->pd->refs--;
     qp->scq->refs--;
     qp->rcq->refs--;
+    if (qp->srq)
+        qp->srq->refs--;
     swp_unlock(ctx);
     for (uint32_t i = 0; i <= qp->sqr.mask; i++)
         free(qp->sq[i].inline_buf);
-    swp_rx_fini(&qp->rx);
     free(qp->tx.tail);
     free(qp->sq_sge);
     free(qp->rq_sge);
@@ -249,12 +259,7 @@ void swp_qp_flush(struct siwarp_qp *qp)
         qp->sqr.head++;
     }
     qp->sq_cur = qp->sqr.head;
-    while (qp->rqr.head != qp->rqr.tail) {
-        struct swp_rwqe *w = &qp->rq[qp->rqr.head & qp->rqr.mask];
-        swp_wc_fill(&wc, qp, w->wr_id, SIWARP_WC_RECV, SIWARP_WC_WR_FLUSH_ERR, 0);
-        swp_cq_push(qp->rcq, &wc);
-        qp->rqr.head++;
-    }
+    swp_recv_flush(qp);
     qp->orqr.head = qp->orqr.tail;
     qp->irqr.head = qp->irqr.tail;
     swp_ctx_kick(qp->ctx);

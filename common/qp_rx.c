@@ -26,32 +26,20 @@
 /* reads per progress call, for fairness between QPs (tests lower it) */
 int swp_rx_budget = 64;
 
-int swp_rx_init(struct swp_rx *rx, uint32_t bufsize)
-{
-    memset(rx, 0, sizeof(*rx));
-    rx->buf = malloc(bufsize);
-    if (!rx->buf)
-        return -ENOMEM;
-    rx->buf_size = bufsize;
-    rx->state = SWP_RX_HDR;
-    rx->hdr_want = SWP_RX_HDR_MIN;
-    return 0;
-}
-
-void swp_rx_fini(struct swp_rx *rx)
-{
-    free(rx->buf);
-    rx->buf = NULL;
-}
-
-int swp_rx_prime(struct siwarp_qp *qp, const void *data, size_t len)
+int swp_rx_init(struct siwarp_qp *qp)
 {
     struct swp_rx *rx = &qp->rx;
 
-    if (len > rx->buf_size - rx->buf_tail)
-        return -ENOSPC;
-    memcpy(rx->buf + rx->buf_tail, data, len);
-    rx->buf_tail += (uint32_t)len;
+    if (!qp->ctx->rx_stage) {
+        qp->ctx->rx_stage = malloc(SWP_RX_STAGE);
+        if (!qp->ctx->rx_stage)
+            return -ENOMEM;
+    }
+    memset(rx, 0, sizeof(*rx));
+    rx->buf = qp->ctx->rx_stage;
+    rx->buf_size = SWP_RX_STAGE;
+    rx->state = SWP_RX_HDR;
+    rx->hdr_want = SWP_RX_HDR_MIN;
     return 0;
 }
 
@@ -220,9 +208,11 @@ static uint32_t rx_hdr_send(struct siwarp_qp *qp)
     rx->place_niov = 0;
     if (rx_is_rtr(qp, SIWARP_RTR_SEND) && mo == 0)
         return 0;               /* RFC 6581 6: a zero-length Send RTR uses no buffer */
-    if (qp->rqr.head == qp->rqr.tail)
+    /* RFC 5041 7.2: no buffer for this MSN (an empty RQ, or an empty SRQ at
+     * a message's first segment) */
+    w = swp_recv_wqe_peek(qp);
+    if (!w)
         return SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_UNTAGGED, SWP_DDP_EC_U_NO_BUF);
-    w = &qp->rq[qp->rqr.head & qp->rqr.mask];
     /* TCP delivers in order, so segments of a message arrive at rising,
      * contiguous offsets */
     if (mo != rx->recv_got)
@@ -234,6 +224,7 @@ static uint32_t rx_hdr_send(struct siwarp_qp *qp)
          * protection error, reported to the peer as a catastrophic one */
         return SWP_TERM(SWP_TERM_LAYER_RDMAP, SWP_RDMAP_ET_CATASTROPHIC, SWP_RDMAP_EC_CATA_STREAM);
     }
+    swp_recv_wqe_take(qp);
     rx->cur_is_recv = true;
     return 0;
 }
@@ -334,7 +325,7 @@ static void rx_done_send(struct siwarp_qp *qp)
     rx->recv_got += rx->seg_len;
     if (!rx->last)
         return;
-    w = &qp->rq[qp->rqr.head & qp->rqr.mask];
+    w = swp_recv_wqe_peek(qp);
     memset(&wc, 0, sizeof(wc));
     wc.wr_id = w->wr_id;
     wc.opcode = SIWARP_WC_RECV;
@@ -343,7 +334,7 @@ static void rx_done_send(struct siwarp_qp *qp)
     wc.qp = qp;
     if (op == SWP_OP_SEND_SE || op == SWP_OP_SEND_SE_INV)
         wc.wc_flags |= SIWARP_WC_SOLICITED;
-    qp->rqr.head++;
+    swp_recv_wqe_done(qp);
     qp->rx.msn[SWP_QN_SEND]++;
     rx->recv_got = 0;
     rx->cur_is_recv = false;
@@ -468,6 +459,9 @@ static int rx_hdr_step(struct siwarp_qp *qp)
         return rx_fatal(qp, SWP_TERM(SWP_TERM_LAYER_LLP, 0, SWP_LLP_EC_NO_MATCHING_RTR),
                         "an FPDU before the peer-to-peer RTR");
     term = rx_ops[rx->op].hdr(qp);
+    if (term == SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_UNTAGGED, SWP_DDP_EC_U_NO_BUF))
+        return rx_fatal(qp, term, qp->srq ? "a Send with no buffer left in the shared receive queue"
+                                          : "a Send with no receive buffer posted");
     if (term)
         return rx_fatal(qp, term, swp_opinfo[rx->op].name);
     rx->payload_left = rx->seg_len;
@@ -683,10 +677,9 @@ static ssize_t rx_direct(struct siwarp_qp *qp, bool *full)
     return got;
 }
 
-int swp_rx_progress(struct siwarp_qp *qp)
+static int rx_progress(struct siwarp_qp *qp)
 {
     struct swp_rx *rx = &qp->rx;
-
     bool short_read = false;
 
     for (int budget = swp_rx_budget; budget > 0; budget--) {
@@ -748,4 +741,16 @@ int swp_rx_progress(struct siwarp_qp *qp)
     if (rx->buf_head < rx->buf_tail)
         return rx_consume(qp);
     return 0;
+}
+
+int swp_rx_progress(struct siwarp_qp *qp)
+{
+    int rc = rx_progress(qp);
+
+    /* Every return above has parsed all it staged, except when the QP died
+     * (fatal error, Terminate, lost stream) halfway: the staging buffer is
+     * the context's, and a dead QP's bytes are dropped, never left for the
+     * next QP to find. */
+    qp->rx.buf_head = qp->rx.buf_tail = 0;
+    return rc;
 }

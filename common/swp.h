@@ -177,6 +177,11 @@ struct swp_rwqe {
     struct siwarp_sge *sge;          /* init.max_sge entries in qp->rq_sge */
 };
 
+/* Check a receive WR's SGL against pd (lkey, rights, bounds) and copy it
+ * into w (w->sge has room for max_sge).  0, -EINVAL or -EMSGSIZE. */
+int swp_rwqe_fill(struct siwarp_ctx *ctx, struct siwarp_pd *pd, uint32_t max_sge,
+                  struct swp_rwqe *w, const struct siwarp_recv_wr *wr);
+
 /* An inbound RDMA Read Request being served (RFC 5040 4.4, 5.2). */
 struct swp_irqe {
     uint32_t sink_stag;
@@ -238,9 +243,14 @@ enum swp_rx_state {
     SWP_RX_TRAILER,    /* pad + CRC */
 };
 
+/* Staging buffer size.  One buffer per context, shared by its QPs: a QP's
+ * swp_rx_progress parses everything it staged before it returns (or dies
+ * with its QP), so no QP keeps bytes there between calls. */
+#define SWP_RX_STAGE 65536
+
 struct swp_rx {
     enum swp_rx_state state;
-    uint8_t *buf;                    /* staging buffer */
+    uint8_t *buf;                    /* the context's staging buffer */
     uint32_t buf_size, buf_head, buf_tail;
     uint8_t hdr[SWP_MPA_HDR_LEN + SWP_HDR_MAX];
     uint32_t hdr_got, hdr_want;
@@ -268,9 +278,33 @@ struct swp_rx {
                                         payload goes straight to its target */
     /* current untagged message per queue: RFC 5041 5.3 */
     uint32_t msn[SWP_QN_COUNT];      /* next expected MSN per QN */
-    uint32_t recv_got;               /* bytes placed into head RQ WQE */
+    uint32_t recv_got;               /* bytes placed into the current receive WQE */
     bool cur_is_recv;
 };
+
+/* ---- shared receive queue (srq.c) ------------------------------------------- */
+
+struct siwarp_srq {
+    struct siwarp_ctx *ctx;
+    struct siwarp_pd *pd;
+    struct swp_rwqe *rq;  struct swp_ring rqr;   /* posted, oldest first */
+    struct siwarp_sge *sge;                      /* max_sge per ring slot */
+    uint32_t max_wr, max_sge;
+    uint32_t refs;                               /* QPs attached */
+};
+
+/* The WQE the current untagged Send segment of qp lands in, without taking
+ * it: the one its message already holds, else the RQ's (or SRQ's) oldest.
+ * NULL: no buffer. */
+struct swp_rwqe *swp_recv_wqe_peek(struct siwarp_qp *qp);
+/* The segment passed its checks: a QP on an SRQ now owns the WQE until the
+ * message's last segment (RFC 5041 5.3: later segments of the MSN land in
+ * the same buffer, whatever other QPs take meanwhile). */
+void swp_recv_wqe_take(struct siwarp_qp *qp);
+/* The message is delivered: release the WQE (RQ: advance; SRQ: unbind). */
+void swp_recv_wqe_done(struct siwarp_qp *qp);
+/* Flush what qp holds: its RQ, or the SRQ WQE its message had taken. */
+void swp_recv_flush(struct siwarp_qp *qp);
 
 /* ---- connection manager (cm.c) -------------------------------------------- */
 
@@ -324,6 +358,10 @@ struct siwarp_qp {
     struct swp_rwqe *rq;  struct swp_ring rqr;   /* posted receives */
     uint32_t *orq;        struct swp_ring orqr;  /* our outstanding Reads: sq idx */
     struct swp_irqe *irq; struct swp_ring irqr;  /* peer Reads we serve */
+    struct siwarp_srq *srq;                      /* NULL: receives come from rq */
+    struct swp_rwqe srq_wqe;                     /* taken from srq by the message */
+    bool srq_bound;                              /* ... being received now */
+    struct siwarp_sge srq_sge[SWP_MAX_SGE];
     uint32_t tx_msn[SWP_QN_COUNT];               /* next MSN we send per QN */
 
     struct swp_tx tx;
@@ -384,11 +422,10 @@ uint32_t swp_fpdu_wire_len(uint32_t ulpdu_len, bool crc);
 
 /* qp_rx.c */
 int  swp_rx_progress(struct siwarp_qp *qp);    /* 0, -EAGAIN, or fatal error */
-int  swp_rx_init(struct swp_rx *rx, uint32_t bufsize);
+/* Point the QP's parser at the context's staging buffer (allocated by the
+ * first QP): 0 or -ENOMEM. */
+int  swp_rx_init(struct siwarp_qp *qp);
 extern int swp_rx_budget;
-void swp_rx_fini(struct swp_rx *rx);
-/* Feed already-received bytes (e.g. read past the MPA Reply). */
-int  swp_rx_prime(struct siwarp_qp *qp, const void *data, size_t len);
 
 /* cm.c */
 int  swp_cm_connect(struct siwarp_qp *qp, const struct sockaddr *addr, socklen_t len,
@@ -474,6 +511,7 @@ struct siwarp_ctx {
     uint64_t epoch;                      /* progress calls, for send coalescing */
     struct swp_list tx_held;             /* QPs with coalesced sends to flush */
     bool direct_poll;                    /* SIWARP_DIRECT_POLL, default on */
+    uint8_t *rx_stage;                   /* SWP_RX_STAGE bytes: struct swp_rx */
 };
 
 static inline void swp_lock(struct siwarp_ctx *c) { pthread_mutex_lock(&c->lock); }

@@ -66,6 +66,7 @@ void siwarp_ctx_destroy(struct siwarp_ctx *ctx)
         return;
     if (ctx->hw) { swp_hw_ctx_destroy(ctx); return; }
     swp_mem_fini(ctx);
+    free(ctx->rx_stage);
     close(ctx->kickfd);
     close(ctx->epfd);
     pthread_mutex_destroy(&ctx->lock);
@@ -179,6 +180,30 @@ int siwarp_post_send(struct siwarp_qp *qp, struct siwarp_send_wr *wr,
     return rc;
 }
 
+int swp_rwqe_fill(struct siwarp_ctx *ctx, struct siwarp_pd *pd, uint32_t max_sge,
+                  struct swp_rwqe *w, const struct siwarp_recv_wr *wr)
+{
+    uint64_t len = 0;
+    int rc;
+
+    if (wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge || (wr->num_sge && !wr->sg_list))
+        return -EINVAL;
+    for (int i = 0; i < wr->num_sge; i++) {
+        len += wr->sg_list[i].length;
+        if (wr->sg_list[i].length &&
+            (rc = swp_mem_check_local(ctx, pd, &wr->sg_list[i], SIWARP_ACCESS_LOCAL_WRITE)) < 0)
+            return rc;
+    }
+    if (len > UINT32_MAX)
+        return -EMSGSIZE;
+    w->wr_id = wr->wr_id;
+    w->num_sge = (uint32_t)wr->num_sge;
+    w->len = len;
+    if (wr->num_sge)
+        memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(w->sge[0]));
+    return 0;
+}
+
 int siwarp_post_recv(struct siwarp_qp *qp, struct siwarp_recv_wr *wr,
                      struct siwarp_recv_wr **bad_wr)
 {
@@ -187,41 +212,19 @@ int siwarp_post_recv(struct siwarp_qp *qp, struct siwarp_recv_wr *wr,
     if (!qp || !wr)
         return -EINVAL;
     if (qp->ctx->hw) return swp_hw_post_recv(qp, wr, bad_wr);
+    if (qp->srq)
+        return -EINVAL;         /* verbs: a QP on an SRQ has no receive queue */
     swp_lock(qp->ctx);
     for (; wr; wr = wr->next) {
-        struct swp_rwqe *w;
-        uint64_t len = 0;
-
-        rc = -EINVAL;
-        if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->init.max_sge ||
-            (wr->num_sge && !wr->sg_list))
-            goto bad;
-        rc = -ENOMEM;
-        if (swp_ring_count(&qp->rqr) > qp->rqr.mask)
-            goto bad;
-        for (int i = 0; i < wr->num_sge; i++) {
-            len += wr->sg_list[i].length;
-            if (wr->sg_list[i].length &&
-                (rc = swp_mem_check_local(qp->ctx, qp->pd, &wr->sg_list[i],
-                                          SIWARP_ACCESS_LOCAL_WRITE)) < 0)
-                goto bad;
+        rc = swp_ring_count(&qp->rqr) > qp->rqr.mask ? -ENOMEM
+             : swp_rwqe_fill(qp->ctx, qp->pd, qp->init.max_sge,
+                             &qp->rq[qp->rqr.tail & qp->rqr.mask], wr);
+        if (rc < 0) {
+            if (bad_wr)
+                *bad_wr = wr;
+            break;
         }
-        rc = -EMSGSIZE;
-        if (len > UINT32_MAX)
-            goto bad;
-        w = &qp->rq[qp->rqr.tail & qp->rqr.mask];
-        w->wr_id = wr->wr_id;
-        w->num_sge = (uint32_t)wr->num_sge;
-        w->len = len;
-        if (wr->num_sge)
-            memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(w->sge[0]));
         qp->rqr.tail++;
-        rc = 0;
-        continue;
-bad:
-        if (bad_wr)
-            *bad_wr = wr;
-        break;
     }
     if (qp->state == SIWARP_QPS_ERROR)
         swp_qp_flush(qp);

@@ -29,6 +29,7 @@ struct siwarp_pd;
 struct siwarp_mr;
 struct siwarp_cq;
 struct siwarp_qp;
+struct siwarp_srq;
 struct siwarp_listener;
 struct siwarp_conn_req;
 
@@ -201,6 +202,10 @@ struct siwarp_qp_init_attr {
      * Costs latency only to the second and later WRs of a burst, until the
      * application next polls. */
     uint32_t tx_coalesce;
+    /* NULL, or a shared receive queue of the same PD: untagged messages
+     * then land in the SRQ's buffers and siwarp_post_recv refuses the QP
+     * (-EINVAL).  Software backend only (-EOPNOTSUPP on a verbs device). */
+    struct siwarp_srq *srq;
 };
 
 enum siwarp_qp_state {
@@ -281,6 +286,42 @@ int  siwarp_post_send(struct siwarp_qp *qp, struct siwarp_send_wr *wr,
                       struct siwarp_send_wr **bad_wr);
 int  siwarp_post_recv(struct siwarp_qp *qp, struct siwarp_recv_wr *wr,
                       struct siwarp_recv_wr **bad_wr);
+
+/* ---- shared receive queue ---------------------------------------------- */
+
+/* One pool of receive buffers for many QPs, as ibv_create_srq.  A Send's
+ * first segment takes the SRQ's oldest WQE for that QP, the rest of the
+ * message lands in the same WQE (RFC 5041 5.3: one untagged buffer per
+ * (QN, MSN)), and its completion goes to the QP's recv CQ with wc.qp naming
+ * the QP.  iWARP has no receiver-not-ready retry: a Send that finds the SRQ
+ * empty is fatal to its QP (Terminate: DDP untagged buffer error, no buffer
+ * available; RFC 5041 7.2), so the application's flow control must keep
+ * enough buffers posted for every peer.  An error on one QP flushes only
+ * the WQE that QP had taken; the SRQ and its other QPs carry on.
+ * Software backend only: -EOPNOTSUPP on a verbs device. */
+struct siwarp_srq_init_attr {
+    uint32_t max_wr;            /* WQEs that may be posted at once */
+    uint32_t max_sge;           /* per WR */
+};
+
+struct siwarp_srq_attr {
+    uint32_t max_wr;
+    uint32_t max_sge;
+    uint32_t posted;            /* WQEs posted and not yet taken by a QP */
+    uint32_t qps;               /* QPs attached */
+};
+
+int  siwarp_create_srq(struct siwarp_pd *pd, const struct siwarp_srq_init_attr *attr,
+                       struct siwarp_srq **srq);
+/* -EBUSY while a QP uses it.  WQEs still posted are dropped (no completion). */
+int  siwarp_destroy_srq(struct siwarp_srq *srq);
+/* -ENOMEM when max_wr WQEs are posted already. */
+int  siwarp_post_srq_recv(struct siwarp_srq *srq, struct siwarp_recv_wr *wr,
+                          struct siwarp_recv_wr **bad_wr);
+/* Grow to max_wr (as ibv_modify_srq with IBV_SRQ_MAX_WR); posted WQEs stay
+ * in order.  -EINVAL below the current size. */
+int  siwarp_resize_srq(struct siwarp_srq *srq, uint32_t max_wr);
+int  siwarp_query_srq(struct siwarp_srq *srq, struct siwarp_srq_attr *attr);
 
 /* ---- connection management ---------------------------------------------- */
 
