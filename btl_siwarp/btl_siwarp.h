@@ -51,8 +51,13 @@ BEGIN_C_DECLS
     } while (0)
 
 #define MCA_BTL_SIWARP_MAX_ADDRS 16
-/* Control receives per connection, reserved for explicit CREDIT messages. */
-#define MCA_BTL_SIWARP_CTRL_CREDITS 4
+/* Control receives per connection, reserved for explicit CREDIT messages.
+ * One is enough: a CREDIT is sent only when the peer owes nothing back yet
+ * and it hands the peer AM credits, so the peer's next message -- every
+ * message carries owed control credits -- returns it before we can owe
+ * credit_threshold more.  With a shared receive queue each one costs a
+ * full eager buffer per peer. */
+#define MCA_BTL_SIWARP_CTRL_CREDITS 1
 
 /* ---- wire formats ------------------------------------------------------- */
 
@@ -98,7 +103,8 @@ _Static_assert(sizeof(mca_btl_siwarp_tcp_hdr_t) == 24, "TCP frame header is 24 b
 
 /* MPA private data in Request / Reply / Reject, and body of HELLO(_ACK). */
 #define MCA_BTL_SIWARP_CONN_MAGIC   0x53574254u    /* "SWBT" */
-#define MCA_BTL_SIWARP_CONN_VERSION 2   /* 2: 24-byte TCP frame header with stag */
+#define MCA_BTL_SIWARP_CONN_VERSION 3   /* 2: 24-byte TCP frame header with stag;
+                                           3: one control credit, rq_depth per peer */
 enum {
     MCA_BTL_SIWARP_CONN_OK       = 0,
     MCA_BTL_SIWARP_CONN_DUP      = 1,  /* simultaneous connect: use the other one */
@@ -108,7 +114,7 @@ typedef struct mca_btl_siwarp_conn_pd_t {
     uint32_t magic;
     uint8_t  version;
     uint8_t  reason;          /* MCA_BTL_SIWARP_CONN_* */
-    uint16_t rq_depth;        /* receive credits the sender grants */
+    uint16_t rq_depth;        /* AM receive credits the sender grants this peer */
     uint32_t jobid;           /* opal_process_name_t of the sender */
     uint32_t vpid;
 } mca_btl_siwarp_conn_pd_t;
@@ -156,6 +162,8 @@ typedef struct mca_btl_siwarp_component_t {
     int   port_min;
     int   port_range;
     int   rq_depth;
+    int   srq_size;          /* 0: per-peer receive queues */
+    int   srq_min_credits;
     int   credit_threshold;
     int   tx_coalesce;
     int   sq_depth;
@@ -213,6 +221,13 @@ typedef struct mca_btl_siwarp_module_t {
     opal_recursive_mutex_t lock;
 
     size_t frag_size;               /* header + max_send_size */
+
+    /* shared receive queue (btl_siwarp_srq.c); NULL: receives per QP */
+    struct siwarp_srq *srq;
+    int srq_peers;                  /* other processes in the job */
+    int srq_posted;                 /* buffers posted (srq_frags) */
+    int srq_granted;                /* credits promised to peers, <= srq_posted */
+    struct mca_btl_siwarp_frag_t **srq_frags;
     int inplace;                    /* software backend: Sends gather the
                                        user's buffer (SIWARP_SEND_UNREGISTERED) */
 
@@ -246,6 +261,13 @@ int  mca_btl_siwarp_get(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint
                         int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc,
                         void *cbcontext, void *cbdata);
 int  mca_btl_siwarp_rcache_init(mca_btl_siwarp_module_t *m);
+
+/* btl_siwarp_srq.c: the shared pool of eager receive buffers */
+int  mca_btl_siwarp_srq_init(mca_btl_siwarp_module_t *m);
+/* Credits for a new QP's peer, backed by buffers posted to the SRQ. */
+int  mca_btl_siwarp_srq_reserve(mca_btl_siwarp_module_t *m, int *grant);
+int  mca_btl_siwarp_srq_repost(mca_btl_siwarp_module_t *m, struct mca_btl_siwarp_frag_t *frag);
+void mca_btl_siwarp_srq_fini(mca_btl_siwarp_module_t *m);
 int  mca_btl_siwarp_flush(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep);
 
 END_C_DECLS

@@ -128,12 +128,27 @@ static int siwarp_component_register(void)
     reg_int("port_range_v4", "Number of ports tried from btl_siwarp_port_min_v4 "
             "(1-65535)", &c->port_range, OPAL_INFO_LVL_2);
     c->rq_depth = 64;
-    reg_int("rq_depth", "Receive buffers posted per peer, which is the number of Send "
-            "credits the peer gets (1-4096); each buffer is btl_siwarp_max_send_size bytes",
+    reg_int("rq_depth", "Most Send credits one peer gets (1-4096): its share of the shared "
+            "receive queue is capped at this; with btl_siwarp_srq_size=0 this many receive "
+            "buffers of btl_siwarp_max_send_size bytes are posted per peer",
             &c->rq_depth, OPAL_INFO_LVL_4);
+    c->srq_size = 16;
+    reg_int("srq_size", "Eager receive buffers shared by all peers through one shared "
+            "receive queue, divided among the job's other processes as their Send "
+            "credits (each peer gets between btl_siwarp_srq_min_credits and "
+            "btl_siwarp_rq_depth, plus one control credit; the pool grows when the minimum "
+            "needs more).  Each buffer is btl_siwarp_max_send_size bytes.  0: "
+            "btl_siwarp_rq_depth buffers per peer instead (always so on a verbs device, "
+            "where libsiwarp has no shared receive queue).  0-65536",
+            &c->srq_size, OPAL_INFO_LVL_4);
+    c->srq_min_credits = 1;
+    reg_int("srq_min_credits", "Send credits every peer gets from the shared receive queue "
+            "however many peers share it (1 to btl_siwarp_rq_depth)",
+            &c->srq_min_credits, OPAL_INFO_LVL_5);
     c->credit_threshold = 0;
     reg_int("credit_threshold", "Return credits in an explicit message once this many are "
-            "owed and no Send carries them (0: half of btl_siwarp_rq_depth)",
+            "owed and no Send carries them (0: half of btl_siwarp_rq_depth; never more than half "
+            "of the credits a peer was granted)",
             &c->credit_threshold, OPAL_INFO_LVL_5);
     c->sq_depth = 512;
     reg_int("sq_depth", "Send queue depth per connection (Sends, RDMA Writes and Reads "
@@ -243,6 +258,13 @@ static int siwarp_verify_params(void)
     }
     if (c->rq_depth < 1 || c->rq_depth > 4096) {
         return bad("btl_siwarp_rq_depth", c->rq_depth, "1 to 4096");
+    }
+    if (c->srq_size < 0 || c->srq_size > 65536) {
+        return bad("btl_siwarp_srq_size", c->srq_size, "0 (off) to 65536");
+    }
+    if (c->srq_min_credits < 1 || c->srq_min_credits > c->rq_depth) {
+        return bad("btl_siwarp_srq_min_credits", c->srq_min_credits,
+                   "1 to btl_siwarp_rq_depth");
     }
     if (c->credit_threshold < 0 || c->credit_threshold > c->rq_depth) {
         return bad("btl_siwarp_credit_threshold", c->credit_threshold,
@@ -612,6 +634,10 @@ static int module_init(mca_btl_siwarp_module_t *m)
     rc = opal_free_list_init(&m->rdma_frags, sizeof(mca_btl_siwarp_frag_t),
                              opal_cache_line_size, OBJ_CLASS(mca_btl_siwarp_frag_t), 0, 0,
                              64, -1, 64, NULL, 0, NULL, NULL, NULL);
+    if (OPAL_SUCCESS != rc) {
+        return rc;
+    }
+    rc = mca_btl_siwarp_srq_init(m);
     if (OPAL_SUCCESS != rc) {
         return rc;
     }

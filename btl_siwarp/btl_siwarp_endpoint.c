@@ -46,6 +46,7 @@ static void ep_construct(mca_btl_siwarp_endpoint_t *ep)
     ep->qp_accepted = 0;
     ep->deadline_ms = 0;
     ep->peer_rq = 0;
+    ep->rq_grant = ep->credit_threshold = 0;
     ep->qp = NULL;
     ep->recv_frags = NULL;
     ep->num_recv_frags = 0;
@@ -228,10 +229,12 @@ void mca_btl_siwarp_conn_param(struct siwarp_conn_param *p)
     p->llp_timeout_ms = c->llp_timeout;
 }
 
-static void conn_param(struct siwarp_conn_param *p, mca_btl_siwarp_conn_pd_t *pd, int reason)
+static void conn_param(mca_btl_siwarp_endpoint_t *ep, struct siwarp_conn_param *p,
+                       mca_btl_siwarp_conn_pd_t *pd, int reason)
 {
     mca_btl_siwarp_conn_param(p);
     mca_btl_siwarp_fill_conn_pd(pd, reason);
+    pd->rq_depth = htons((uint16_t) ep->rq_grant);     /* what qp_create posted */
     p->private_data = pd;
     p->private_data_len = sizeof(*pd);
 }
@@ -250,8 +253,32 @@ static int post_recv_frag(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *
     return siwarp_post_recv(ep->qp, &wr, &bad);
 }
 
-/* Create the QP and post every receive before any MPA exchange, so no Send
- * can ever arrive without a buffer. */
+/* Credits for the peer on a new QP, and when an explicit CREDIT message
+ * returns them: half of what it may hold outstanding (at most the
+ * btl_siwarp_credit_threshold asked for), so a peer sending one way never
+ * waits for credits it already earned back. */
+static int qp_grant(mca_btl_siwarp_endpoint_t *ep)
+{
+    mca_btl_siwarp_module_t *m = ep->module;
+    int grant = mca_btl_siwarp_component.rq_depth, rc;
+
+    if (NULL != m->srq) {
+        rc = mca_btl_siwarp_srq_reserve(m, &grant);
+        if (OPAL_SUCCESS != rc) {
+            return rc;
+        }
+    }
+    ep->rq_grant = grant;
+    ep->credit_threshold = grant / 2 > 0 ? grant / 2 : 1;
+    if (ep->credit_threshold > mca_btl_siwarp_component.credit_threshold) {
+        ep->credit_threshold = mca_btl_siwarp_component.credit_threshold;
+    }
+    return OPAL_SUCCESS;
+}
+
+/* Create the QP and back every credit with a posted receive (in the
+ * module's SRQ or on the QP) before any MPA exchange, so no Send can ever
+ * arrive without a buffer. */
 static int qp_create(mca_btl_siwarp_endpoint_t *ep)
 {
     mca_btl_siwarp_module_t *m = ep->module;
@@ -265,9 +292,18 @@ static int qp_create(mca_btl_siwarp_endpoint_t *ep)
         .max_inline = (uint32_t) c->max_inline,
         .sq_sig_all = 0,
         .tx_coalesce = (uint32_t) c->tx_coalesce,
+        .srq = m->srq,
     };
     int rc, i;
 
+    rc = qp_grant(ep);
+    if (OPAL_SUCCESS != rc) {
+        return rc;
+    }
+    if (NULL != m->srq) {
+        attr.max_recv_wr = 0;
+        nrecv = 0;
+    }
     rc = siwarp_create_qp(m->pd, &attr, &ep->qp);
     if (rc < 0) {
         BTL_ERROR(("siwarp: siwarp_create_qp: %s", strerror(-rc)));
@@ -275,7 +311,7 @@ static int qp_create(mca_btl_siwarp_endpoint_t *ep)
         return mca_btl_siwarp_errno_to_opal(rc);
     }
     siwarp_qp_set_context(ep->qp, ep);
-    ep->recv_frags = calloc((size_t) nrecv, sizeof(*ep->recv_frags));
+    ep->recv_frags = calloc((size_t) nrecv + 1, sizeof(*ep->recv_frags));
     if (NULL == ep->recv_frags) {
         rc = OPAL_ERR_OUT_OF_RESOURCE;
         goto err_qp;
@@ -457,7 +493,7 @@ static int start_iwarp(mca_btl_siwarp_endpoint_t *ep)
             return rc;
         }
         mca_btl_siwarp_modex_to_sockaddr(a, a->iwarp_port, &ss, &len);
-        conn_param(&p, &pd, MCA_BTL_SIWARP_CONN_OK);
+        conn_param(ep, &p, &pd, MCA_BTL_SIWARP_CONN_OK);
         if (mca_btl_siwarp_component.big_fpdu < 0 && !(a->flags & MCA_BTL_SIWARP_ADDR_F_SOFT)) {
             p.big_fpdu = 0;     /* an RNIC: nothing in the reserved MPA bits */
         }
@@ -742,7 +778,7 @@ void mca_btl_siwarp_ep_handle_conn_req(mca_btl_siwarp_module_t *m, struct siwarp
         mca_btl_siwarp_ep_fail(ep, "could not create a queue pair", 1);
         return;
     }
-    conn_param(&p, &rej, MCA_BTL_SIWARP_CONN_OK);
+    conn_param(ep, &p, &rej, MCA_BTL_SIWARP_CONN_OK);
     /* we answer with the peer's negotiated choices where the API lets us */
     rc = siwarp_accept(req, ep->qp, &p);
     if (rc < 0) {
@@ -969,7 +1005,7 @@ static void maybe_send_credit(mca_btl_siwarp_endpoint_t *ep)
     struct siwarp_send_wr wr, *bad;
     struct siwarp_sge sge;
     mca_btl_siwarp_frag_t *frag;
-    int threshold = mca_btl_siwarp_component.credit_threshold;
+    int threshold = ep->credit_threshold;
 
     if (MCA_BTL_SIWARP_TR_IWARP != ep->transport ||
         MCA_BTL_SIWARP_EP_CONNECTED != ep->state ||
@@ -1104,6 +1140,9 @@ static void handle_recv(mca_btl_siwarp_module_t *m, mca_btl_siwarp_endpoint_t *e
         BTL_ERROR(("siwarp: malformed message from %s (%u bytes, type %u)",
                    OPAL_NAME_PRINT(ep->name), byte_len, hdr->type));
         mca_btl_siwarp_ep_fail(ep, "malformed BTL message", 2);
+        if (frag->on_srq) {
+            (void) mca_btl_siwarp_srq_repost(m, frag);
+        }
         return;
     }
     ep->send_credits += ntohs(hdr->credits);
@@ -1125,10 +1164,21 @@ static void handle_recv(mca_btl_siwarp_module_t *m, mca_btl_siwarp_endpoint_t *e
             reg->cbfunc(&m->super, hdr->tag, &des, reg->cbdata);
         }
     }
-    if (MCA_BTL_SIWARP_EP_FAILED == ep->state || NULL == ep->qp || frag->endpoint != ep) {
+    if (frag->on_srq) {
+        /* back to the pool at once, whatever became of the peer */
+        rc = mca_btl_siwarp_srq_repost(m, frag);
+        if (OPAL_SUCCESS != rc) {
+            mca_btl_siwarp_ep_fail(ep, "re-posting a shared receive failed", 2);
+            return;
+        }
+        if (MCA_BTL_SIWARP_EP_FAILED == ep->state || NULL == ep->qp) {
+            return;
+        }
+    } else if (MCA_BTL_SIWARP_EP_FAILED == ep->state || NULL == ep->qp || frag->endpoint != ep) {
         return;
+    } else {
+        rc = post_recv_frag(ep, frag);
     }
-    rc = post_recv_frag(ep, frag);
     if (rc < 0) {
         mca_btl_siwarp_ep_fail(ep, "re-posting a receive failed", 2);
         return;
@@ -1177,6 +1227,14 @@ int mca_btl_siwarp_ep_handle_wc(mca_btl_siwarp_module_t *m, struct siwarp_wc *wc
     mca_btl_siwarp_frag_t *frag = (mca_btl_siwarp_frag_t *) (uintptr_t) wc->wr_id;
     mca_btl_siwarp_endpoint_t *ep = frag->endpoint;
 
+    if (frag->on_srq) {
+        /* a pool buffer: the QP that took it names the peer (NULL once the
+         * QP was abandoned) */
+        ep = wc->qp ? (mca_btl_siwarp_endpoint_t *) siwarp_qp_get_context(wc->qp) : NULL;
+        if (NULL == ep || SIWARP_WC_SUCCESS != wc->status) {
+            (void) mca_btl_siwarp_srq_repost(m, frag);
+        }
+    }
     if (NULL == ep) {
         return 0;           /* receive buffer of an abandoned QP */
     }

@@ -19,8 +19,10 @@
  * dies before we use it was the given-up attempt: we connect ourselves.
  *
  * Flow control (iWARP only; RFC 5040 has no receiver-not-ready retry, so a
- * Send without a posted receive is fatal): each side posts rq_depth AM
- * receives and ctrl_credits control receives.  An AM Send consumes one
+ * Send without a posted receive is fatal): each side grants the peer
+ * rq_grant AM receives and ctrl_credits control receives, posted to the
+ * module's shared receive queue (btl_siwarp_srq.c) or, without one, to the
+ * QP (rq_grant = rq_depth).  An AM Send consumes one
  * send_credit; an explicit CREDIT message consumes one ctrl credit.  Every
  * message carries the receives re-posted since the last message
  * (credits / ctrl_credits).  A CREDIT message is sent only when owed AM
@@ -70,6 +72,8 @@ struct mca_btl_base_endpoint_t {
     int warned_fallback;
     int had_traffic;
     int peer_rq;                        /* rq_depth from an incoming request */
+    int rq_grant;                       /* AM credits we granted on qp */
+    int credit_threshold;               /* owed credits that make a CREDIT */
 
     /* iWARP */
     struct siwarp_qp *qp;

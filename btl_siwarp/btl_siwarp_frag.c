@@ -50,6 +50,7 @@ mca_btl_siwarp_frag_t *mca_btl_siwarp_frag_alloc_eager(mca_btl_siwarp_module_t *
         return NULL;
     }
     frag->type = MCA_BTL_SIWARP_FRAG_SEND;
+    frag->on_srq = 0;
     frag->base.des_segments = frag->segments;
     frag->base.des_segment_count = 1;
     frag->base.des_flags = 0;

@@ -376,6 +376,7 @@ static int siwarp_finalize(mca_btl_base_module_t *btl)
         mca_btl_siwarp_ep_release(ep);
     }
     mca_btl_siwarp_graveyard_clear(m);
+    mca_btl_siwarp_srq_fini(m);          /* after the last QP */
     for (int i = 0; i < m->num_listen; i++) {
         if (m->listen[i].listener) {
             siwarp_listener_destroy(m->listen[i].listener);

@@ -23,6 +23,7 @@ btl_siwarp_libbtlsiwarp_la_SOURCES = \
 	btl_siwarp/btl_siwarp_frag.h \
 	btl_siwarp/btl_siwarp_frag.c \
 	btl_siwarp/btl_siwarp_rdma.c \
+	btl_siwarp/btl_siwarp_srq.c \
 	btl_siwarp/btl_siwarp_regtab.h \
 	btl_siwarp/btl_siwarp_regtab.c
 btl_siwarp_libbtlsiwarp_la_CPPFLAGS = -I$(top_srcdir)/include $(OMPI_CPPFLAGS) \

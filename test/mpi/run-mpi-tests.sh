@@ -270,6 +270,24 @@ run "interface selection: btl_siwarp_if_exclude=lo" 2 \
     --mca btl_siwarp_if_exclude lo "$OUT/mpi_pingpong" 65536
 run "small receive queue (rq_depth=2, credit_threshold=1) under flood" 4 \
     --mca btl_siwarp_rq_depth 2 --mca btl_siwarp_credit_threshold 1 "$OUT/mpi_flood" 3000
+# The shared receive queue must back every credit it grants with a posted
+# buffer (iWARP: a Send without one is a Terminate): at its smallest, three
+# peers flooding each rank get one credit each and the pool grows to match.
+run "shared receive queue at its minimum (srq_size=1, srq_min_credits=1) under flood" 4 \
+    --mca btl_siwarp_srq_size 1 --mca btl_siwarp_srq_min_credits 1 "$OUT/mpi_flood" 3000
+run "shared receive queue, ping-pong and exchange up to 8 MiB (srq_size=2)" 4 \
+    --mca btl_siwarp_srq_size 2 "$OUT/mpi_pingpong" $BIG4
+run "per-peer receive queues (btl_siwarp_srq_size=0) under flood" 4 \
+    --mca btl_siwarp_srq_size 0 --mca btl_siwarp_rq_depth 2 "$OUT/mpi_flood" 3000
+log="$OUT/bad_param_srq.log"
+timeout "$T" $MPIRUN -np 2 --mca btl_siwarp_srq_size -1 "$OUT/mpi_pingpong" 1024 > "$log" 2>&1
+rc=$?
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "btl_siwarp_srq_size" "$log" &&
+   grep -q "cannot use" "$log"; then
+    ok "bad MCA value (btl_siwarp_srq_size=-1) refused with a clear message"
+else
+    not_ok "bad MCA value btl_siwarp_srq_size=-1 refused (exit $rc)"; diag "$log"
+fi
 run "mpi-bench smoke (0 B..1 MiB)" 2 "$OUT/mpi-bench" -m 1048576 -i 20
 
 # First contact while the odd ranks compute without progress for longer than
