@@ -164,6 +164,7 @@ typedef struct mca_btl_siwarp_component_t {
     int   rq_depth;
     int   srq_size;          /* 0: per-peer receive queues */
     int   srq_min_credits;
+    int   srq_max;           /* buffers the pool may grow to on demand */
     int   credit_threshold;
     int   tx_coalesce;
     int   sq_depth;
@@ -266,6 +267,16 @@ int  mca_btl_siwarp_rcache_init(mca_btl_siwarp_module_t *m);
 int  mca_btl_siwarp_srq_init(mca_btl_siwarp_module_t *m);
 /* Credits for a new QP's peer, backed by buffers posted to the SRQ. */
 int  mca_btl_siwarp_srq_reserve(mca_btl_siwarp_module_t *m, int *grant);
+/* More credits for a peer holding `grant` that streams one way: how many
+ * more were posted for it (0: at rq_depth, or the pool at srq_max).  Asked
+ * once explicit CREDIT messages returned GROW_AFTER times the grant (and at
+ * least GROW_MIN credits) since the last growth: a few one-way messages
+ * (a rendezvous, a barrier) are no stream. */
+#define MCA_BTL_SIWARP_SRQ_GROW_AFTER 4
+#define MCA_BTL_SIWARP_SRQ_GROW_MIN   64
+int  mca_btl_siwarp_srq_more(mca_btl_siwarp_module_t *m, int grant);
+/* The grant of a QP in ERROR (it places nothing more) is free again. */
+void mca_btl_siwarp_srq_release(mca_btl_siwarp_module_t *m, int grant);
 int  mca_btl_siwarp_srq_repost(mca_btl_siwarp_module_t *m, struct mca_btl_siwarp_frag_t *frag);
 void mca_btl_siwarp_srq_fini(mca_btl_siwarp_module_t *m);
 int  mca_btl_siwarp_flush(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep);

@@ -145,6 +145,12 @@ static int siwarp_component_register(void)
     reg_int("srq_min_credits", "Send credits every peer gets from the shared receive queue "
             "however many peers share it (1 to btl_siwarp_rq_depth)",
             &c->srq_min_credits, OPAL_INFO_LVL_5);
+    c->srq_max = 64;
+    reg_int("srq_max", "Eager receive buffers the shared receive queue may grow to for "
+            "peers that stream one way (their credits double, up to btl_siwarp_rq_depth, "
+            "while the pool stays within this; the minimum credits of every peer come on "
+            "top).  btl_siwarp_srq_size to 65536",
+            &c->srq_max, OPAL_INFO_LVL_5);
     c->credit_threshold = 0;
     reg_int("credit_threshold", "Return credits in an explicit message once this many are "
             "owed and no Send carries them (0: half of btl_siwarp_rq_depth; never more than half "
@@ -265,6 +271,9 @@ static int siwarp_verify_params(void)
     if (c->srq_min_credits < 1 || c->srq_min_credits > c->rq_depth) {
         return bad("btl_siwarp_srq_min_credits", c->srq_min_credits,
                    "1 to btl_siwarp_rq_depth");
+    }
+    if (c->srq_max < c->srq_size || c->srq_max > 65536) {
+        return bad("btl_siwarp_srq_max", c->srq_max, "btl_siwarp_srq_size to 65536");
     }
     if (c->credit_threshold < 0 || c->credit_threshold > c->rq_depth) {
         return bad("btl_siwarp_credit_threshold", c->credit_threshold,

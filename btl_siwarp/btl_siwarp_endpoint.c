@@ -46,7 +46,7 @@ static void ep_construct(mca_btl_siwarp_endpoint_t *ep)
     ep->qp_accepted = 0;
     ep->deadline_ms = 0;
     ep->peer_rq = 0;
-    ep->rq_grant = ep->credit_threshold = 0;
+    ep->rq_grant = ep->credit_threshold = ep->credit_returned = 0;
     ep->qp = NULL;
     ep->recv_frags = NULL;
     ep->num_recv_frags = 0;
@@ -253,10 +253,20 @@ static int post_recv_frag(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *
     return siwarp_post_recv(ep->qp, &wr, &bad);
 }
 
-/* Credits for the peer on a new QP, and when an explicit CREDIT message
- * returns them: half of what it may hold outstanding (at most the
- * btl_siwarp_credit_threshold asked for), so a peer sending one way never
- * waits for credits it already earned back. */
+/* The AM credits the peer of a new QP gets: rq_depth with per-QP receives,
+ * else its share of the SRQ, posted before the grant leaves in the MPA
+ * private data.  Owed credits go back in an explicit CREDIT message at half
+ * the grant at most (and at most btl_siwarp_credit_threshold): with a
+ * threshold above the grant a peer sending one way would wait forever. */
+static void set_grant(mca_btl_siwarp_endpoint_t *ep, int grant)
+{
+    ep->rq_grant = grant;
+    ep->credit_threshold = grant / 2 > 0 ? grant / 2 : 1;
+    if (ep->credit_threshold > mca_btl_siwarp_component.credit_threshold) {
+        ep->credit_threshold = mca_btl_siwarp_component.credit_threshold;
+    }
+}
+
 static int qp_grant(mca_btl_siwarp_endpoint_t *ep)
 {
     mca_btl_siwarp_module_t *m = ep->module;
@@ -268,11 +278,8 @@ static int qp_grant(mca_btl_siwarp_endpoint_t *ep)
             return rc;
         }
     }
-    ep->rq_grant = grant;
-    ep->credit_threshold = grant / 2 > 0 ? grant / 2 : 1;
-    if (ep->credit_threshold > mca_btl_siwarp_component.credit_threshold) {
-        ep->credit_threshold = mca_btl_siwarp_component.credit_threshold;
-    }
+    set_grant(ep, grant);
+    ep->credit_returned = 0;
     return OPAL_SUCCESS;
 }
 
@@ -311,6 +318,7 @@ static int qp_create(mca_btl_siwarp_endpoint_t *ep)
         return mca_btl_siwarp_errno_to_opal(rc);
     }
     siwarp_qp_set_context(ep->qp, ep);
+    /* + 1: with an SRQ nrecv is 0, and calloc(0) may return NULL */
     ep->recv_frags = calloc((size_t) nrecv + 1, sizeof(*ep->recv_frags));
     if (NULL == ep->recv_frags) {
         rc = OPAL_ERR_OUT_OF_RESOURCE;
@@ -357,10 +365,16 @@ err_qp:
 static void qp_abandon(mca_btl_siwarp_endpoint_t *ep)
 {
     mca_btl_siwarp_grave_t *g;
+    struct siwarp_qp_attr attr;
 
     if (NULL == ep->qp) {
         return;
     }
+    if (NULL != ep->module->srq && ep->rq_grant > 0 && 0 == siwarp_query_qp(ep->qp, &attr) &&
+        SIWARP_QPS_ERROR == attr.state) {
+        mca_btl_siwarp_srq_release(ep->module, ep->rq_grant);
+    }
+    ep->rq_grant = 0;
     /* an orderly close (FIN once the send queue drained): the peer sees a
      * clean end of stream, not a Terminate it would have to report -- this
      * runs for every connection at MPI_Finalize */
@@ -1018,6 +1032,16 @@ static void maybe_send_credit(mca_btl_siwarp_endpoint_t *ep)
     frag = mca_btl_siwarp_frag_alloc_eager(ep->module);
     if (NULL == frag) {
         return;
+    }
+    ep->credit_returned += ep->owed_credits;
+    if (NULL != ep->module->srq &&
+        ep->credit_returned >= MCA_BTL_SIWARP_SRQ_GROW_AFTER * ep->rq_grant &&
+        ep->credit_returned >= MCA_BTL_SIWARP_SRQ_GROW_MIN) {
+        /* the peer streams one way: more buffers for it, owed at once */
+        int extra = mca_btl_siwarp_srq_more(ep->module, ep->rq_grant);
+        ep->credit_returned = 0;
+        ep->owed_credits += extra;
+        set_grant(ep, ep->rq_grant + extra);
     }
     frag->type = MCA_BTL_SIWARP_FRAG_CREDIT;
     frag->endpoint = ep;

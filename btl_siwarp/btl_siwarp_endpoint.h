@@ -74,6 +74,8 @@ struct mca_btl_base_endpoint_t {
     int peer_rq;                        /* rq_depth from an incoming request */
     int rq_grant;                       /* AM credits we granted on qp */
     int credit_threshold;               /* owed credits that make a CREDIT */
+    int credit_returned;                /* credits CREDIT messages returned
+                                           since rq_grant last grew */
 
     /* iWARP */
     struct siwarp_qp *qp;

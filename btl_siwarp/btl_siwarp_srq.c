@@ -12,13 +12,21 @@
  * the peer that sent the message (wc.qp names it), exactly as with per-peer
  * receive queues.  Grants are never taken back while the module lives: a QP
  * abandoned after a lost simultaneous connect may still hold credits the
- * peer could use, so its share stays posted until finalize.
+ * peer could use, so its share stays promised until finalize -- unless the
+ * QP is in ERROR already (a refused connect), when nothing can land in it.
  *
  * Share: btl_siwarp_srq_size buffers divided among the job's other
  * processes, clamped to [btl_siwarp_srq_min_credits, btl_siwarp_rq_depth];
  * when the division gives less than the minimum the pool grows by the
  * minimum for each further peer, so memory per peer tends to
  * (min credits + control credits) buffers.
+ *
+ * Demand: a peer that keeps us sending explicit CREDIT messages streams
+ * one way faster than its credits come back; once such messages returned
+ * MCA_BTL_SIWARP_SRQ_GROW_AFTER times its grant, the grant doubles (up to
+ * rq_depth) while the pool stays within btl_siwarp_srq_max buffers.  Credits
+ * only grow (taking some back would need the peer's consent), so a peer
+ * that once streamed keeps its buffers until finalize.
  *
  * On a verbs device libsiwarp has no SRQ (siwarp_create_srq: -EOPNOTSUPP):
  * the module then posts rq_depth buffers per QP, as before the pool.
@@ -135,6 +143,35 @@ int mca_btl_siwarp_srq_reserve(mca_btl_siwarp_module_t *m, int *grant)
                  "promised", share, MCA_BTL_SIWARP_CTRL_CREDITS, m->srq_granted,
                  m->srq_posted));
     return OPAL_SUCCESS;
+}
+
+int mca_btl_siwarp_srq_more(mca_btl_siwarp_module_t *m, int grant)
+{
+    mca_btl_siwarp_component_t *c = &mca_btl_siwarp_component;
+    int extra = grant;
+
+    if (extra > c->rq_depth - grant) {
+        extra = c->rq_depth - grant;
+    }
+    if (extra > c->srq_max - m->srq_granted) {
+        extra = c->srq_max - m->srq_granted;
+    }
+    if (extra <= 0) {
+        return 0;
+    }
+    if (m->srq_granted + extra > m->srq_posted &&
+        OPAL_SUCCESS != srq_grow(m, m->srq_granted + extra - m->srq_posted)) {
+        return 0;
+    }
+    m->srq_granted += extra;
+    BTL_VERBOSE(("shared receive queue: a streaming peer's grant grows by %d to %d, %d of %d "
+                 "buffers promised", extra, grant + extra, m->srq_granted, m->srq_posted));
+    return extra;
+}
+
+void mca_btl_siwarp_srq_release(mca_btl_siwarp_module_t *m, int grant)
+{
+    m->srq_granted -= grant + MCA_BTL_SIWARP_CTRL_CREDITS;
 }
 
 int mca_btl_siwarp_srq_repost(mca_btl_siwarp_module_t *m, mca_btl_siwarp_frag_t *frag)

@@ -272,9 +272,11 @@ run "small receive queue (rq_depth=2, credit_threshold=1) under flood" 4 \
     --mca btl_siwarp_rq_depth 2 --mca btl_siwarp_credit_threshold 1 "$OUT/mpi_flood" 3000
 # The shared receive queue must back every credit it grants with a posted
 # buffer (iWARP: a Send without one is a Terminate): at its smallest, three
-# peers flooding each rank get one credit each and the pool grows to match.
-run "shared receive queue at its minimum (srq_size=1, srq_min_credits=1) under flood" 4 \
-    --mca btl_siwarp_srq_size 1 --mca btl_siwarp_srq_min_credits 1 "$OUT/mpi_flood" 3000
+# peers flooding each rank get one credit each and the pool grows to match;
+# the flood makes grants grow on demand up to srq_max, each backed too.
+run "shared receive queue at its minimum (srq_size=1, srq_min_credits=1, srq_max=8) under flood" 4 \
+    --mca btl_siwarp_srq_size 1 --mca btl_siwarp_srq_min_credits 1 \
+    --mca btl_siwarp_srq_max 8 "$OUT/mpi_flood" 3000
 run "shared receive queue, ping-pong and exchange up to 8 MiB (srq_size=2)" 4 \
     --mca btl_siwarp_srq_size 2 "$OUT/mpi_pingpong" $BIG4
 run "per-peer receive queues (btl_siwarp_srq_size=0) under flood" 4 \
