@@ -370,8 +370,11 @@ static void qp_abandon(mca_btl_siwarp_endpoint_t *ep)
     if (NULL == ep->qp) {
         return;
     }
+    /* a QP in ERROR that never took a pool buffer (a refused or given-up
+     * connect) can take none now, and none of its completions is pending:
+     * its grant is free again */
     if (NULL != ep->module->srq && ep->rq_grant > 0 && 0 == siwarp_query_qp(ep->qp, &attr) &&
-        SIWARP_QPS_ERROR == attr.state) {
+        SIWARP_QPS_ERROR == attr.state && 0 == attr.srq_wqes) {
         mca_btl_siwarp_srq_release(ep->module, ep->rq_grant);
     }
     ep->rq_grant = 0;

@@ -492,6 +492,7 @@ int siwarp_query_qp(struct siwarp_qp *qp, struct siwarp_qp_attr *a)
     a->error = qp->error;
     a->term_sent = qp->term_sent;
     a->term_recv = qp->term_recv;
+    a->srq_wqes = qp->srq_taken;
     memcpy(a->error_str, qp->error_str, sizeof(a->error_str));
     if (qp->pl.fd >= 0) {
         sl = sizeof(a->local);

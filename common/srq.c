@@ -188,6 +188,7 @@ void swp_recv_wqe_take(struct siwarp_qp *qp)
     qp->srq_wqe.sge = qp->srq_sge;
     memcpy(qp->srq_sge, w->sge, (size_t)w->num_sge * sizeof(qp->srq_sge[0]));
     qp->srq_bound = true;
+    qp->srq_taken++;
     srq->rqr.head++;
 }
 

@@ -361,6 +361,7 @@ struct siwarp_qp {
     struct siwarp_srq *srq;                      /* NULL: receives come from rq */
     struct swp_rwqe srq_wqe;                     /* taken from srq by the message */
     bool srq_bound;                              /* ... being received now */
+    uint64_t srq_taken;                          /* WQEs ever taken from srq */
     struct siwarp_sge srq_sge[SWP_MAX_SGE];
     uint32_t tx_msn[SWP_QN_COUNT];               /* next MSN we send per QN */
 

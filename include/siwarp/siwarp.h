@@ -262,6 +262,7 @@ struct siwarp_qp_attr {
     uint32_t term_recv;
     char     error_str[128];     /* human-readable cause */
     struct sockaddr_storage local, peer;
+    uint64_t srq_wqes;           /* receive WQEs taken from its SRQ, ever */
 };
 
 int  siwarp_create_qp(struct siwarp_pd *pd, const struct siwarp_qp_init_attr *attr,

@@ -162,6 +162,11 @@ TEST(srq_shared_by_two_qps)
     ASSERT_EQ(r.buf[BUFSZ + 20], 0);
     ASSERT_EQ(r.buf[2 * BUFSZ], 0xb2);
     ASSERT_EQ(srq_posted(&r), 0);
+    struct siwarp_qp_attr at;
+    ASSERT_EQ(qp_state(&r, 0, &at), SIWARP_QPS_RTS);
+    ASSERT_EQ(at.srq_wqes, 1);
+    ASSERT_EQ(qp_state(&r, 1, &at), SIWARP_QPS_RTS);
+    ASSERT_EQ(at.srq_wqes, 2);
 }
 
 /* RFC 5041 5.3: QP 0's message starts, QP 1 takes the next WQE with a whole
@@ -260,6 +265,7 @@ TEST(srq_bad_first_segment_takes_no_wqe)
                                      SWP_DDP_EC_U_INV_MO));
     no_wc(&r);
     ASSERT_EQ(srq_posted(&r), 1);
+    ASSERT_EQ(at.srq_wqes, 0);
 }
 
 TEST(srq_destroy_with_qps_is_busy)
