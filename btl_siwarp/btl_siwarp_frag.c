@@ -13,6 +13,7 @@ static void frag_construct(mca_btl_siwarp_frag_t *frag)
     frag->base.order = MCA_BTL_NO_ORDER;
     frag->hdr = NULL;
     frag->lkey = 0;
+    frag->on_srq = 0;
     frag->endpoint = NULL;
     frag->list = NULL;
 }
