@@ -275,7 +275,8 @@ int  mca_btl_siwarp_srq_reserve(mca_btl_siwarp_module_t *m, int *grant);
 #define MCA_BTL_SIWARP_SRQ_GROW_AFTER 4
 #define MCA_BTL_SIWARP_SRQ_GROW_MIN   64
 int  mca_btl_siwarp_srq_more(mca_btl_siwarp_module_t *m, int grant);
-/* The grant of a QP in ERROR that never took a buffer is free again. */
+/* The grant of a QP that is not (and will not be) in full operation and
+ * never took a buffer is free again. */
 void mca_btl_siwarp_srq_release(mca_btl_siwarp_module_t *m, int grant);
 int  mca_btl_siwarp_srq_repost(mca_btl_siwarp_module_t *m, struct mca_btl_siwarp_frag_t *frag);
 void mca_btl_siwarp_srq_fini(mca_btl_siwarp_module_t *m);

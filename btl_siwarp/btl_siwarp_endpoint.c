@@ -370,18 +370,21 @@ static void qp_abandon(mca_btl_siwarp_endpoint_t *ep)
     if (NULL == ep->qp) {
         return;
     }
-    /* a QP in ERROR that never took a pool buffer (a refused or given-up
-     * connect) can take none now, and none of its completions is pending:
-     * its grant is free again */
-    if (NULL != ep->module->srq && ep->rq_grant > 0 && 0 == siwarp_query_qp(ep->qp, &attr) &&
-        SIWARP_QPS_ERROR == attr.state && 0 == attr.srq_wqes) {
-        mca_btl_siwarp_srq_release(ep->module, ep->rq_grant);
-    }
-    ep->rq_grant = 0;
     /* an orderly close (FIN once the send queue drained): the peer sees a
      * clean end of stream, not a Terminate it would have to report -- this
      * runs for every connection at MPI_Finalize */
     siwarp_disconnect(ep->qp);
+    /* Closed now, a QP out of full operation (a refused, given-up or lost
+     * connect went straight to ERROR) takes no pool buffer any more; if it
+     * never took one, no completion of it is pending either: its grant is
+     * free again.  (Checked after the close: a progress thread may have
+     * brought it to RTS meanwhile.) */
+    if (NULL != ep->module->srq && ep->rq_grant > 0 && 0 == siwarp_query_qp(ep->qp, &attr) &&
+        SIWARP_QPS_RTS != attr.state && SIWARP_QPS_CLOSING != attr.state &&
+        0 == attr.srq_wqes) {
+        mca_btl_siwarp_srq_release(ep->module, ep->rq_grant);
+    }
+    ep->rq_grant = 0;
     siwarp_qp_set_context(ep->qp, NULL);
     g = OBJ_NEW(mca_btl_siwarp_grave_t);
     g->qp = ep->qp;
@@ -1252,8 +1255,18 @@ static void wc_failed(mca_btl_siwarp_endpoint_t *ep, const struct siwarp_wc *wc,
 int mca_btl_siwarp_ep_handle_wc(mca_btl_siwarp_module_t *m, struct siwarp_wc *wc)
 {
     mca_btl_siwarp_frag_t *frag = (mca_btl_siwarp_frag_t *) (uintptr_t) wc->wr_id;
-    mca_btl_siwarp_endpoint_t *ep = frag->endpoint;
+    mca_btl_siwarp_endpoint_t *ep;
 
+    if (SIWARP_WC_SRQ_LAST == wc->opcode) {
+        /* a QP on the SRQ left full operation (no frag): a peer that only
+         * sent to us is lost, and this is the only completion that says so */
+        ep = (mca_btl_siwarp_endpoint_t *) siwarp_qp_get_context(wc->qp);
+        if (NULL != ep && ep->qp == wc->qp) {
+            wc_failed(ep, wc, 0);
+        }
+        return 1;
+    }
+    ep = frag->endpoint;
     if (frag->on_srq) {
         /* a pool buffer: the QP that took it names the peer (NULL once the
          * QP was abandoned) */

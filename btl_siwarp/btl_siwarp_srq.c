@@ -13,7 +13,8 @@
  * receive queues.  Grants are never taken back while the module lives: a QP
  * abandoned after a lost simultaneous connect may still hold credits the
  * peer could use, so its share stays promised until finalize -- unless the
- * QP is in ERROR already and never took a buffer (a refused connect).
+ * QP never reached full operation and never took a buffer (a refused or
+ * lost connect).
  *
  * Share: btl_siwarp_srq_size buffers divided among the job's other
  * processes, clamped to [btl_siwarp_srq_min_credits, btl_siwarp_rq_depth];

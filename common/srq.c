@@ -214,4 +214,10 @@ void swp_recv_flush(struct siwarp_qp *qp)
         swp_cq_push(qp->rcq, &wc);
         swp_recv_wqe_done(qp);
     }
+    if (qp->srq && !qp->srq_last) {
+        wc.wr_id = 0;
+        wc.opcode = SIWARP_WC_SRQ_LAST;
+        swp_cq_push(qp->rcq, &wc);
+        qp->srq_last = true;
+    }
 }

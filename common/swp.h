@@ -303,7 +303,8 @@ struct swp_rwqe *swp_recv_wqe_peek(struct siwarp_qp *qp);
 void swp_recv_wqe_take(struct siwarp_qp *qp);
 /* The message is delivered: release the WQE (RQ: advance; SRQ: unbind). */
 void swp_recv_wqe_done(struct siwarp_qp *qp);
-/* Flush what qp holds: its RQ, or the SRQ WQE its message had taken. */
+/* Flush what qp holds: its RQ, or the SRQ WQE its message had taken, then
+ * (once) SIWARP_WC_SRQ_LAST.  The QP is in ERROR. */
 void swp_recv_flush(struct siwarp_qp *qp);
 
 /* ---- connection manager (cm.c) -------------------------------------------- */
@@ -362,6 +363,7 @@ struct siwarp_qp {
     struct swp_rwqe srq_wqe;                     /* taken from srq by the message */
     bool srq_bound;                              /* ... being received now */
     uint64_t srq_taken;                          /* WQEs ever taken from srq */
+    bool srq_last;                               /* SIWARP_WC_SRQ_LAST queued */
     struct siwarp_sge srq_sge[SWP_MAX_SGE];
     uint32_t tx_msn[SWP_QN_COUNT];               /* next MSN we send per QN */
 

@@ -107,6 +107,12 @@ enum siwarp_wc_opcode {
     SIWARP_WC_WRITE,
     SIWARP_WC_READ,
     SIWARP_WC_RECV,
+    /* A QP on an SRQ left full operation and takes no more of the SRQ's
+     * WQEs (as IBV_EVENT_QP_LAST_WQE_REACHED): once per QP, on its recv
+     * CQ after every completion of its receives; wr_id 0, status
+     * SIWARP_WC_WR_FLUSH_ERR.  Without it a QP that was only receiving
+     * would fail silently: an SRQ's WQEs are no QP's to flush. */
+    SIWARP_WC_SRQ_LAST,
 };
 
 enum siwarp_wc_flags {

@@ -113,6 +113,16 @@ static void no_wc(struct rig *r)
     ASSERT_EQ(siwarp_poll_cq(r->cq, 1, &wc), 0);
 }
 
+/* The QP left full operation: its last word on the SRQ. */
+static void expect_last(struct rig *r, int q)
+{
+    struct siwarp_wc wc = wait_wc(r);
+    ASSERT_EQ(wc.opcode, SIWARP_WC_SRQ_LAST);
+    ASSERT_EQ(wc.status, SIWARP_WC_WR_FLUSH_ERR);
+    ASSERT(wc.qp == r->qp[q]);
+    ASSERT_EQ(wc.wr_id, 0);
+}
+
 static void expect_recv(struct rig *r, int q, uint64_t wr_id, uint32_t len)
 {
     struct siwarp_wc wc = wait_wc(r);
@@ -221,6 +231,7 @@ TEST(srq_empty_terminates_no_buf)
     ASSERT_EQ(swp_ctrl_opcode((const struct swp_ctrl *)(in + 2)), SWP_OP_TERMINATE);
     ASSERT_OK(swp_rdmap_parse_term(in + 2, swp_get16(in), &term));
     ASSERT_EQ(term, want);
+    expect_last(&r, 0);
     post_buf(&r, 0);
     send_seg(&r, 1, 0, 10, 0xb1, true);
     expect_recv(&r, 1, 100, 10);
@@ -246,6 +257,7 @@ TEST(srq_error_flushes_only_the_taken_wqe)
     ASSERT_EQ(wc.status, SIWARP_WC_WR_FLUSH_ERR);
     ASSERT(wc.qp == r.qp[0]);
     ASSERT_EQ(wc.wr_id, 100);
+    expect_last(&r, 0);
     no_wc(&r);
     ASSERT_EQ(srq_posted(&r), 3);
     send_seg(&r, 2, 0, 5, 0xc1, true);
@@ -263,6 +275,7 @@ TEST(srq_bad_first_segment_takes_no_wqe)
     wait_error(&r, 0, &at);
     ASSERT_EQ(at.term_sent, SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_UNTAGGED,
                                      SWP_DDP_EC_U_INV_MO));
+    expect_last(&r, 0);
     no_wc(&r);
     ASSERT_EQ(srq_posted(&r), 1);
     ASSERT_EQ(at.srq_wqes, 0);
@@ -396,6 +409,32 @@ TEST(srq_refused_on_bad_attr)
     ASSERT_OK(siwarp_destroy_srq(srq));
     ASSERT_OK(siwarp_dealloc_pd(pd));
     siwarp_ctx_destroy(ctx);
+}
+
+/* A QP that only receives and then loses its stream has no WQE of its own
+ * to flush: SIWARP_WC_SRQ_LAST is how its user learns, once, after the
+ * QP's other completions; a later post to the dead QP repeats nothing. */
+TEST(srq_qp_closed_while_idle_says_last_once)
+{
+    struct rig r;
+    struct siwarp_qp_attr at;
+    struct siwarp_sge s;
+    struct siwarp_send_wr wr = { .wr_id = 7, .sg_list = &s, .num_sge = 1,
+                                 .opcode = SIWARP_WR_SEND };
+    rig_setup(&r, NBUF);
+    post_buf(&r, 0);
+    send_seg(&r, 1, 0, 4, 0xb1, true);
+    close(r.raw[1]);
+    expect_recv(&r, 1, 100, 4);
+    wait_error(&r, 1, &at);
+    expect_last(&r, 1);
+    s = (struct siwarp_sge){ r.buf, 1, siwarp_mr_stag(r.mr) };
+    ASSERT_OK(siwarp_post_send(r.qp[1], &wr, NULL));
+    struct siwarp_wc wc = wait_wc(&r);
+    ASSERT_EQ(wc.opcode, SIWARP_WC_SEND);
+    ASSERT_EQ(wc.status, SIWARP_WC_WR_FLUSH_ERR);
+    no_wc(&r);
+    ASSERT_EQ(qp_state(&r, 0, &at), SIWARP_QPS_RTS);
 }
 
 SWP_TEST_MAIN()
