@@ -244,15 +244,19 @@ fi
 
 # ---- parameters ---------------------------------------------------------------------
 if section params; then
-log="$OUT/bad_param.log"
-timeout "$T" $MPIRUN -np 2 --mca btl_siwarp_rq_depth 0 "$OUT/mpi_pingpong" 1024 > "$log" 2>&1
-rc=$?
-if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "btl_siwarp_rq_depth" "$log" &&
-   grep -q "cannot use" "$log"; then
-    ok "bad MCA value (btl_siwarp_rq_depth=0) refused with a clear message"
-else
-    not_ok "bad MCA value refused (exit $rc)"; diag "$log"
-fi
+# bad_param NAME VALUE: the job must fail, naming the parameter
+bad_param() {
+    log="$OUT/bad_param_$1.log"
+    timeout "$T" $MPIRUN -np 2 --mca "$1" "$2" "$OUT/mpi_pingpong" 1024 > "$log" 2>&1
+    rc=$?
+    if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "$1" "$log" &&
+       grep -q "cannot use" "$log"; then
+        ok "bad MCA value ($1=$2) refused with a clear message"
+    else
+        not_ok "bad MCA value $1=$2 refused (exit $rc)"; diag "$log"
+    fi
+}
+bad_param btl_siwarp_rq_depth 0
 
 if ompi_info --param btl siwarp --level 9 2>/dev/null | grep -q "btl_siwarp_progress_thread"; then
     ok "ompi_info --param btl siwarp --level 9 documents the parameters"
@@ -281,15 +285,8 @@ run "shared receive queue, ping-pong and exchange up to 8 MiB (srq_size=2)" 4 \
     --mca btl_siwarp_srq_size 2 "$OUT/mpi_pingpong" $BIG4
 run "per-peer receive queues (btl_siwarp_srq_size=0) under flood" 4 \
     --mca btl_siwarp_srq_size 0 --mca btl_siwarp_rq_depth 2 "$OUT/mpi_flood" 3000
-log="$OUT/bad_param_srq.log"
-timeout "$T" $MPIRUN -np 2 --mca btl_siwarp_srq_size -1 "$OUT/mpi_pingpong" 1024 > "$log" 2>&1
-rc=$?
-if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "btl_siwarp_srq_size" "$log" &&
-   grep -q "cannot use" "$log"; then
-    ok "bad MCA value (btl_siwarp_srq_size=-1) refused with a clear message"
-else
-    not_ok "bad MCA value btl_siwarp_srq_size=-1 refused (exit $rc)"; diag "$log"
-fi
+bad_param btl_siwarp_srq_size -1
+bad_param btl_siwarp_srq_max 8      # below btl_siwarp_srq_size (16)
 run "mpi-bench smoke (0 B..1 MiB)" 2 "$OUT/mpi-bench" -m 1048576 -i 20
 
 # First contact while the odd ranks compute without progress for longer than
