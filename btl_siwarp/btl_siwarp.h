@@ -167,6 +167,8 @@ typedef struct mca_btl_siwarp_component_t {
     int   srq_max;           /* buffers the pool may grow to on demand */
     int   credit_threshold;
     int   tx_coalesce;
+    int   idle_spin_us;
+    int   idle_wait_us;
     int   sq_depth;
     int   max_inline;
     int   free_list_num;

@@ -163,6 +163,14 @@ static int siwarp_component_register(void)
     reg_int("tx_coalesce", "Sends posted to one peer between two progress calls that may wait "
             "for the next progress call and leave in one sendmsg (the first always leaves at "
             "once; 0: every send leaves at once; 1-1024)", &c->tx_coalesce, OPAL_INFO_LVL_5);
+    c->idle_spin_us = 20;
+    reg_int("idle_spin_us", "Microseconds of progress calls that move no data, while a large "
+            "transfer waits on its socket, before progress sleeps instead of spinning "
+            "(0-1000000; see btl_siwarp_idle_wait_us)", &c->idle_spin_us, OPAL_INFO_LVL_5);
+    c->idle_wait_us = 0;
+    reg_int("idle_wait_us", "Longest sleep of one progress call once btl_siwarp_idle_spin_us "
+            "passed idle with a transfer in flight; a socket becoming ready ends it at once "
+            "(0: always spin; 0-1000000)", &c->idle_wait_us, OPAL_INFO_LVL_5);
     c->max_inline = 64;
     reg_int("max_inline", "Bytes copied into the send queue at post time (0-1024)",
             &c->max_inline, OPAL_INFO_LVL_6);
@@ -284,6 +292,12 @@ static int siwarp_verify_params(void)
     }
     if (c->tx_coalesce < 0 || c->tx_coalesce > 1024) {
         return bad("btl_siwarp_tx_coalesce", c->tx_coalesce, "0 to 1024");
+    }
+    if (c->idle_spin_us < 0 || c->idle_spin_us > 1000000) {
+        return bad("btl_siwarp_idle_spin_us", c->idle_spin_us, "0 to 1000000");
+    }
+    if (c->idle_wait_us < 0 || c->idle_wait_us > 1000000) {
+        return bad("btl_siwarp_idle_wait_us", c->idle_wait_us, "0 to 1000000");
     }
     if (c->max_inline < 0 || c->max_inline > 1024) {
         return bad("btl_siwarp_max_inline", c->max_inline, "0 to 1024");
@@ -618,6 +632,8 @@ static int module_init(mca_btl_siwarp_module_t *m)
     /* ob1 then hands contiguous send data by pointer (prepare_src) */
     if (0 == strcmp(siwarp_ctx_backend(m->ctx), "soft")) {
         m->inplace = 1;
+        (void) siwarp_ctx_set_idle_wait(m->ctx, (uint32_t) c->idle_spin_us,
+                                        (uint32_t) c->idle_wait_us);
         m->super.btl_flags |= MCA_BTL_FLAGS_SEND_INPLACE;
     }
     rc = siwarp_alloc_pd(m->ctx, &m->pd);

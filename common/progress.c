@@ -138,7 +138,7 @@ void swp_ctx_kick(struct siwarp_ctx *ctx)
 #define SWP_DIRECT_MAX_QPS 4
 #define SWP_EPOLL_EVERY    16
 
-static int swp_progress_direct(struct siwarp_ctx *ctx)
+static int swp_progress_direct(struct siwarp_ctx *ctx, bool *moved)
 {
     struct siwarp_qp *qps[SWP_DIRECT_MAX_QPS];
     int n = 0;
@@ -157,11 +157,91 @@ static int swp_progress_direct(struct siwarp_ctx *ctx)
     if (n == 0)
         return -1;
     for (int i = 0; i < n; i++) {
+        uint64_t before = qps[i]->rx.stream_off + qps[i]->tx.written;
         swp_rx_progress(qps[i]);
         if (qps[i]->pl.fd >= 0 && qps[i]->state == SIWARP_QPS_RTS)
             swp_tx_progress(qps[i]);
+        if (qps[i]->rx.stream_off + qps[i]->tx.written != before)
+            *moved = true;
     }
     return n;
+}
+
+/* ---- spin, then sleep (siwarp_ctx_set_idle_wait) ------------------------------- */
+
+/* Is some transfer waiting on the kernel, so that a socket becoming ready
+ * is sure to end a sleep?  A blocked sender waits for EPOLLOUT; an
+ * outstanding Read, or an FPDU half received, for EPOLLIN.  A peer that is
+ * merely quiet is not in flight: the next small message must find us
+ * spinning. */
+static bool swp_in_flight(struct siwarp_ctx *ctx)
+{
+    for (struct swp_list *l = ctx->qps.next; l != &ctx->qps; l = l->next) {
+        struct siwarp_qp *qp = swp_container_of(l, struct siwarp_qp, link);
+        if (qp->pl.fd < 0 || qp->state != SIWARP_QPS_RTS)
+            continue;
+        if ((qp->pl.events & EPOLLOUT) || swp_ring_count(&qp->orqr) ||
+            qp->rx.state != SWP_RX_HDR || qp->rx.hdr_got)
+            return true;
+    }
+    return false;
+}
+
+static void swp_idle_note(struct siwarp_ctx *ctx, bool moved)
+{
+    if (moved)
+        ctx->idle_since_ns = 0;
+    else if (!ctx->idle_since_ns)
+        ctx->idle_since_ns = swp_now_ns();
+}
+
+static bool swp_idle_should_sleep(struct siwarp_ctx *ctx)
+{
+    return ctx->idle_since_ns && swp_list_empty(&ctx->timers) &&
+           swp_now_ns() - ctx->idle_since_ns >= ctx->idle_spin_ns && swp_in_flight(ctx);
+}
+
+int siwarp_ctx_set_idle_wait(struct siwarp_ctx *ctx, uint32_t spin_us, uint32_t wait_us)
+{
+    if (!ctx || ctx->hw || wait_us > 60000000)
+        return -EINVAL;
+    swp_lock(ctx);
+    ctx->idle_spin_ns = (uint64_t)spin_us * 1000;
+    ctx->idle_wait_ns = (uint64_t)wait_us * 1000;
+    ctx->idle_since_ns = 0;
+    swp_unlock(ctx);
+    return 0;
+}
+
+static int swp_dispatch(struct epoll_event *ev, int n)
+{
+    for (int i = 0; i < n; i++) {
+        struct swp_pollable *p = ev[i].data.ptr;
+        p->fn(p, ev[i].events);
+    }
+    return n;
+}
+
+/* One bounded sleep in epoll, then the events it reported. */
+static int swp_progress_sleep(struct siwarp_ctx *ctx)
+{
+    struct epoll_event ev[64];
+    struct timespec ts = { .tv_sec = (time_t)(ctx->idle_wait_ns / 1000000000ull),
+                           .tv_nsec = (long)(ctx->idle_wait_ns % 1000000000ull) };
+    int n;
+
+    ctx->idle_sleeps++;
+    swp_unlock(ctx);
+    n = epoll_pwait2(ctx->epfd, ev, 64, &ts, NULL);
+    swp_lock(ctx);
+    if (n < 0)
+        return errno == EINTR ? 0 : -errno;
+    if (n == 0)
+        return 0;               /* still idle: the next call may sleep again */
+    ctx->idle_since_ns = 0;
+    /* as in swp_progress_locked: ev[] may name objects freed meanwhile */
+    n = epoll_wait(ctx->epfd, ev, 64, 0);
+    return n < 0 ? (errno == EINTR ? 0 : -errno) : swp_dispatch(ev, n);
 }
 
 /* Locked progress: one epoll_wait, dispatch, timers.  Returns events handled. */
@@ -169,12 +249,18 @@ int swp_progress_locked(struct siwarp_ctx *ctx, int timeout_ms)
 {
     struct epoll_event ev[64];
     int n, handled = 0;
+    bool moved = false;
 
     ctx->epoch++;
     if (!swp_list_empty(&ctx->tx_held))
         swp_tx_flush_held(ctx);
-    if (timeout_ms == 0 && ctx->direct_poll && (n = swp_progress_direct(ctx)) >= 0)
+    if (timeout_ms == 0 && ctx->idle_wait_ns && swp_idle_should_sleep(ctx))
+        return swp_progress_sleep(ctx);
+    if (timeout_ms == 0 && ctx->direct_poll && (n = swp_progress_direct(ctx, &moved)) >= 0) {
+        if (ctx->idle_wait_ns)
+            swp_idle_note(ctx, moved);
         return n;
+    }
 
     if (!swp_list_empty(&ctx->timers))
         timeout_ms = swp_timers_next_ms(ctx, timeout_ms);
@@ -192,13 +278,11 @@ int swp_progress_locked(struct siwarp_ctx *ctx, int timeout_ms)
     }
     if (n < 0)
         return errno == EINTR ? 0 : -errno;
-    for (int i = 0; i < n; i++) {
-        struct swp_pollable *p = ev[i].data.ptr;
-        p->fn(p, ev[i].events);
-        handled++;
-    }
+    handled = swp_dispatch(ev, n);
     if (!swp_list_empty(&ctx->timers))
         handled += swp_timers_run(ctx);
+    if (ctx->idle_wait_ns)
+        swp_idle_note(ctx, handled > 0);
     return handled;
 }
 

@@ -515,6 +515,11 @@ struct siwarp_ctx {
     struct swp_list tx_held;             /* QPs with coalesced sends to flush */
     bool direct_poll;                    /* SIWARP_DIRECT_POLL, default on */
     uint8_t *rx_stage;                   /* SWP_RX_STAGE bytes: struct swp_rx */
+    /* siwarp_ctx_set_idle_wait: spin this long without moving a byte while
+     * a transfer is in flight, then sleep up to wait_ns (0: never) */
+    uint64_t idle_spin_ns, idle_wait_ns;
+    uint64_t idle_since_ns;              /* first idle poll of this run, 0: busy */
+    uint64_t idle_sleeps;                /* times it slept (tests, tuning) */
 };
 
 static inline void swp_lock(struct siwarp_ctx *c) { pthread_mutex_lock(&c->lock); }

@@ -49,3 +49,6 @@ test_unit_test_mpa_SOURCES = test/unit/test_mpa.c
 check_PROGRAMS += test/unit/test_wire
 TESTS += test/unit/test_wire
 test_unit_test_wire_SOURCES = test/unit/test_wire.c
+check_PROGRAMS += test/unit/test_idle_wait
+TESTS += test/unit/test_idle_wait
+test_unit_test_idle_wait_SOURCES = test/unit/test_idle_wait.c

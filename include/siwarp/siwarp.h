@@ -45,6 +45,15 @@ int  siwarp_progress(struct siwarp_ctx *ctx);
 int  siwarp_wait(struct siwarp_ctx *ctx, int timeout_ms);
 /* A file descriptor that polls readable when siwarp_progress has work. */
 int  siwarp_ctx_fd(const struct siwarp_ctx *ctx);
+/* Spin, then sleep, while a transfer waits on the kernel.  Once spin_us of
+ * non-blocking progress calls in a row moved nothing while some transfer is
+ * in flight (a send blocked on a full socket, an RDMA Read awaiting its
+ * response, a Read Response to write, an FPDU half received), the next
+ * non-blocking call sleeps until a socket is ready, up to wait_us.  A busy
+ * poller (an MPI progress loop) thus gives its CPU back during large
+ * transfers and still spins for small messages.  wait_us 0 (the default)
+ * turns it off; at most 60 s.  Software backend only; 0 or -EINVAL. */
+int  siwarp_ctx_set_idle_wait(struct siwarp_ctx *ctx, uint32_t spin_us, uint32_t wait_us);
 /* Create a context on a backend.  dev: NULL or "auto" (the first verbs
  * device of transport iWARP if there is one, else software), "soft"
  * (software), or a verbs device name ("siw0", "cxgb4_0", ...): -ENODEV if
