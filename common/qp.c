@@ -261,7 +261,7 @@ void swp_qp_flush(struct siwarp_qp *qp)
     qp->sq_cur = qp->sqr.head;
     swp_recv_flush(qp);
     qp->orqr.head = qp->orqr.tail;
-    qp->irqr.head = qp->irqr.tail;
+    qp->irqr.head = qp->irq_wr = qp->irqr.tail;
     swp_ctx_kick(qp->ctx);
 }
 

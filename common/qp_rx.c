@@ -248,7 +248,7 @@ static uint32_t rx_hdr_read_req(struct siwarp_qp *qp)
     if (!rx->last || rx->seg_len != 0)
         return SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_UNTAGGED, SWP_DDP_EC_U_TOO_LONG);
     /* RFC 5040 6.5: more outstanding Reads than the IRD we advertised */
-    if (swp_ring_count(&qp->irqr) >= qp->nego.ird || swp_ring_count(&qp->irqr) > qp->irqr.mask)
+    if (swp_irq_outstanding(qp) >= qp->nego.ird || swp_irq_outstanding(qp) > qp->irqr.mask)
         return SWP_TERM(SWP_TERM_LAYER_RDMAP, SWP_RDMAP_ET_REMOTE_OP, SWP_RDMAP_EC_CATA_STREAM);
     if (size) {
         term = swp_mem_check_remote(qp->ctx, qp->pd, swp_get32(rr->src_stag),

@@ -371,8 +371,10 @@ static bool tx_read_resp(struct siwarp_qp *qp, struct swp_irqe *r)
     pl.iov_len = plen;
     tx_fpdu(qp, h, SWP_HDR_TAGGED, &pl, plen ? 1 : 0, plen);
     r->sent += plen;
-    if (r->sent == r->len)
+    if (r->sent == r->len) {
+        r->done_at = qp->tx.queued;
         qp->irqr.head++;
+    }
     return true;
 }
 
@@ -476,6 +478,50 @@ int swp_tx_queue_terminate(struct siwarp_qp *qp, uint32_t term, const uint8_t *h
     return 0;
 }
 
+/* Slide the unwritten rest of the batch to the front of iov[] and hdrs[],
+ * so tx_fill can append behind it.  The live header bytes are contiguous:
+ * hdrs is filled in stream order, so they run from the lowest hdrs address
+ * a live iovec points at to hdrs_used. */
+static void tx_compact(struct swp_tx *tx)
+{
+    uint8_t *lo = tx->hdrs + tx->hdrs_used;
+    size_t shift;
+
+    for (uint32_t i = tx->iov_done; i < tx->niov; i++) {
+        uint8_t *b = tx->iov[i].iov_base;
+        if (b >= tx->hdrs && b < lo)
+            lo = b;
+    }
+    shift = (size_t)(lo - tx->hdrs);
+    if (shift) {
+        memmove(tx->hdrs, lo, tx->hdrs_used - shift);
+        for (uint32_t i = tx->iov_done; i < tx->niov; i++) {
+            uint8_t *b = tx->iov[i].iov_base;
+            if (b >= lo && b < tx->hdrs + tx->hdrs_used)
+                tx->iov[i].iov_base = b - shift;
+        }
+        tx->hdrs_used -= (uint32_t)shift;
+    }
+    if (tx->iov_done) {
+        memmove(tx->iov, tx->iov + tx->iov_done, (tx->niov - tx->iov_done) * sizeof(tx->iov[0]));
+        tx->niov -= tx->iov_done;
+        tx->iov_done = 0;
+    }
+}
+
+/* The socket is full: build the next FPDUs now, while we would only wait.
+ * Their CRC32c (RFC 5044 4.4), the sender's one pass over the payload, is
+ * then off the critical path instead of stalling the stream once per batch. */
+static void tx_top_up(struct siwarp_qp *qp)
+{
+    struct swp_tx *tx = &qp->tx;
+
+    if (tx->tail || tx->pending >= SWP_TX_BATCH || qp->state != SIWARP_QPS_RTS)
+        return;
+    tx_compact(tx);
+    tx_fill(qp);
+}
+
 static bool tx_drained(struct siwarp_qp *qp)
 {
     return qp->tx.pending == 0 && qp->sq_cur == qp->sqr.tail && !swp_ring_count(&qp->irqr) &&
@@ -516,6 +562,7 @@ int swp_tx_progress(struct siwarp_qp *qp)
             if (errno == EINTR)
                 continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                tx_top_up(qp);
                 swp_poll_mod(qp->ctx, &qp->pl,
                              (qp->state == SIWARP_QPS_RTS || qp->state == SIWARP_QPS_CLOSING
                                   ? EPOLLIN : 0) | EPOLLOUT);
@@ -542,6 +589,9 @@ int swp_tx_progress(struct siwarp_qp *qp)
             free(tx->tail);
             tx->tail = NULL;
         }
+        while (qp->irq_wr != qp->irqr.head &&
+               qp->irq[qp->irq_wr & qp->irqr.mask].done_at <= tx->written)
+            qp->irq_wr++;
         swp_sq_retire(qp);
     }
 }

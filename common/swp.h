@@ -189,6 +189,7 @@ struct swp_irqe {
     uint32_t len;
     uint8_t *src;                    /* validated source bytes */
     uint32_t sent;
+    uint64_t done_at;                /* tx.queued after its last FPDU */
 };
 
 /* A ring of fixed-size entries; size is a power of two. */
@@ -359,6 +360,7 @@ struct siwarp_qp {
     struct swp_rwqe *rq;  struct swp_ring rqr;   /* posted receives */
     uint32_t *orq;        struct swp_ring orqr;  /* our outstanding Reads: sq idx */
     struct swp_irqe *irq; struct swp_ring irqr;  /* peer Reads we serve */
+    uint32_t irq_wr;      /* oldest irq entry whose response is not all written */
     struct siwarp_srq *srq;                      /* NULL: receives come from rq */
     struct swp_rwqe srq_wqe;                     /* taken from srq by the message */
     bool srq_bound;                              /* ... being received now */
@@ -521,6 +523,14 @@ struct siwarp_ctx {
     uint64_t idle_since_ns;              /* first idle poll of this run, 0: busy */
     uint64_t idle_sleeps;                /* times it slept (tests, tuning) */
 };
+
+/* Reads we owe the peer (RFC 5040 6.5: what the IRD bounds): a Read stays
+ * outstanding until its last response byte is written to the socket, not
+ * merely queued for writing. */
+static inline uint32_t swp_irq_outstanding(const struct siwarp_qp *qp)
+{
+    return qp->irqr.tail - qp->irq_wr;
+}
 
 static inline void swp_lock(struct siwarp_ctx *c) { pthread_mutex_lock(&c->lock); }
 static inline void swp_unlock(struct siwarp_ctx *c) { pthread_mutex_unlock(&c->lock); }
