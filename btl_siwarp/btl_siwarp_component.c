@@ -723,11 +723,12 @@ int mca_btl_siwarp_progress_module(mca_btl_siwarp_module_t *m)
     int count = 0, n;
 
     OPAL_THREAD_LOCK(&m->lock);
-    /* Listeners are looked at every 32nd call: each look costs a progress
-     * pass and an accept4() whose answer is almost always "nothing", and
-     * ob1 calls this in a tight loop while it waits for a message.  A
-     * connection waits at most 32 polls -- microseconds. */
-    int look = 0 == (m->polls++ & 31);
+    /* Listeners are looked at every 128th call: each look costs a progress
+     * pass and a poll() whose answer is almost always "nothing" (about a
+     * microsecond here), and ob1 calls this in a tight loop while it waits
+     * for a message: a look that lands between a message and its reply
+     * delays the reply.  A connection waits at most 128 polls. */
+    int look = 0 == (m->polls++ & 127);
     for (int i = 0; look && i < m->num_listen; i++) {
         struct siwarp_conn_req *req;
         if (m->listen[i].listener) {

@@ -133,10 +133,12 @@ void swp_ctx_kick(struct siwarp_ctx *ctx)
 
 /* Busy-poll fast path: with few connections, reading each socket directly
  * costs one syscall where epoll_wait + recv cost two.  epoll still runs
- * every SWP_EPOLL_EVERY polls for listeners, connection set-up and blocked
- * senders.  Returns -1 when epoll must run now. */
+ * every SWP_EPOLL_EVERY polls for listeners and connection set-up (blocked
+ * senders and timers always take the epoll path); rarely, because an
+ * epoll_wait that lands between a message and its reply delays the reply
+ * by a syscall.  Returns -1 when epoll must run now. */
 #define SWP_DIRECT_MAX_QPS 4
-#define SWP_EPOLL_EVERY    16
+#define SWP_EPOLL_EVERY    64
 
 static int swp_progress_direct(struct siwarp_ctx *ctx, bool *moved)
 {
