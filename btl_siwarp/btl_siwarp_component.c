@@ -145,7 +145,7 @@ static int siwarp_component_register(void)
     reg_int("srq_min_credits", "Send credits every peer gets from the shared receive queue "
             "however many peers share it (1 to btl_siwarp_rq_depth)",
             &c->srq_min_credits, OPAL_INFO_LVL_5);
-    c->srq_max = 64;
+    c->srq_max = 256;
     reg_int("srq_max", "Eager receive buffers the shared receive queue may grow to for "
             "peers that stream one way (their credits double, up to btl_siwarp_rq_depth, "
             "while the pool stays within this; the minimum credits of every peer come on "
