@@ -518,8 +518,11 @@ static void tx_top_up(struct siwarp_qp *qp)
 
     if (tx->tail || tx->pending >= SWP_TX_BATCH || qp->state != SIWARP_QPS_RTS)
         return;
+    uint64_t before = tx->queued;
+
     tx_compact(tx);
     tx_fill(qp);
+    tx->topped_up += tx->queued - before;
 }
 
 static bool tx_drained(struct siwarp_qp *qp)

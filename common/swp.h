@@ -234,6 +234,7 @@ struct swp_tx {
     uint64_t fpdu_start;             /* stream_off of the current FPDU */
     uint32_t crc;                    /* running CRC of the FPDU being built */
     uint8_t *tail;                   /* owned copy of bytes left at a fatal error */
+    uint64_t topped_up;              /* bytes queued while the socket was full */
 };
 
 /* ---- receive cursor (qp_rx.c) --------------------------------------------- */
