@@ -32,6 +32,15 @@ done
 make -j2 -k check "$@"
 make_rc=$?
 
+# tap_failures LOG: each failed case (not ok, no TODO) with the diagnostic
+# lines that follow it (at most 6, cut at 300 characters): CI shows only
+# the end of this script's output, so the reason has to be here.
+tap_failures() {
+    awk '/^not ok/ { keep = ($0 !~ /# TODO/); d = 0; if (keep) print; next }
+         /^#/ && keep && d < 6 { d++; print "    " substr($0, 1, 300); next }
+         { keep = 0 }' "$1"
+}
+
 passed=0 failed=0 skipped=0
 failures=
 nl='
@@ -45,7 +54,7 @@ for trs in $(find . -name '*.trs' -type f | sort); do
     e=$(grep -c '^:test-result: ERROR' "$trs")
     passed=$((passed + p)); skipped=$((skipped + s)); failed=$((failed + f))
     if [ "$f" -gt 0 ] && [ -f "$log" ]; then
-        failures="$failures$(grep '^not ok' "$log" | sed "s|^|  $name: |")$nl"
+        failures="$failures$(tap_failures "$log" | sed "s|^|  $name: |")$nl"
     fi
     # An ERROR alone (crash, missing plan, bail out) is a failure of its
     # own; next to failed cases it is only the non-zero exit they caused.
@@ -73,7 +82,7 @@ run_suite() {
         t=$(grep -c '^not ok.*# TODO' "$log")
         f=$(grep '^not ok' "$log" | grep -vc '# TODO')
         passed=$((passed + p)); skipped=$((skipped + s + t)); failed=$((failed + f))
-        [ "$f" -gt 0 ] && failures="$failures$(grep '^not ok' "$log" | grep -v '# TODO' | sed "s|^|  $name: |")$nl"
+        [ "$f" -gt 0 ] && failures="$failures$(tap_failures "$log" | sed "s|^|  $name: |")$nl"
         if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
             failed=$((failed + 1))
             failures="$failures  $name: exited with status $rc (see $log)$nl"

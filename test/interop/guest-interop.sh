@@ -12,6 +12,9 @@
 #   run/go.ID        host:  the siwarp server of step ID listens
 #   run/fin.ID       host:  the siwarp side of step ID has finished
 #   run/out.ID       guest: rping's output;  run/done.ID: its exit status
+#   run/next.ID      host:  step ID is judged, go on
+#   run/again.ID     host:  run step ID once more (it failed; the host has
+#                    cleared its ready/go/fin/done/out files)
 #
 # The guest never waits unboundedly: every wait has a deadline, and rping
 # runs under timeout(1).  Waiting here is polling with short sleeps, which
@@ -24,14 +27,15 @@ echo "SIWIOP: siwfix=$(for x in $(cat /proc/cmdline); do case $x in siwfix=*) ec
 
 . /mnt/host/lib-guest.sh     # wait_file, listening
 
-while read -r id kind args; do
-    [ -n "$id" ] || continue
-    case $id in \#*) continue ;; esac
+# run_one ID KIND ARGS...: one step, its result in $R/out.ID and $R/done.ID
+run_one() {
+    id=$1 kind=$2
+    shift 2
     t0=$(cut -d' ' -f1 /proc/uptime)
     case $kind in
     gs)
         # shellcheck disable=SC2086
-        timeout "$STEP_TIMEOUT" rping -s -a 10.0.2.15 -p 7174 $args >/tmp/out.$id 2>&1 &
+        timeout "$STEP_TIMEOUT" rping -s -a 10.0.2.15 -p 7174 "$@" >/tmp/out.$id 2>&1 </dev/null &
         # rping -s exits when its client disconnects
         serve "$id" $! 7174 100 20 "SIWIOP: rping -s stopped after the host finished"
         rc=$?
@@ -39,7 +43,7 @@ while read -r id kind args; do
     gc)
         if wait_file "$R/go.$id" 600; then
             # shellcheck disable=SC2086
-            timeout "$STEP_TIMEOUT" rping -c -a 10.0.2.100 -p 7174 $args >/tmp/out.$id 2>&1
+            timeout "$STEP_TIMEOUT" rping -c -a 10.0.2.100 -p 7174 "$@" >/tmp/out.$id 2>&1 </dev/null
             rc=$?
         else
             echo "SIWIOP: host server never became ready" >/tmp/out.$id
@@ -55,6 +59,24 @@ while read -r id kind args; do
     cp /tmp/out.$id "$R/out.$id"
     echo "$rc $t0 $t1" >"$R/done.$id.tmp" && mv "$R/done.$id.tmp" "$R/done.$id"
     echo "SIWIOP: step $id ($kind) rc=$rc"
+}
+
+while read -r id kind args; do
+    [ -n "$id" ] || continue
+    case $id in \#*) continue ;; esac
+    # shellcheck disable=SC2086
+    while :; do
+        run_one "$id" "$kind" $args
+        # wait for the host's verdict (bounded: a host that went away
+        # must not keep the guest up): again.ID runs the step once more
+        i=0
+        while [ ! -e "$R/next.$id" ] && [ ! -e "$R/again.$id" ] && [ $i -lt 1200 ]; do
+            sleep 0.1; i=$((i + 1))
+        done
+        [ -e "$R/again.$id" ] || break
+        rm -f "$R/again.$id"
+        echo "SIWIOP: step $id once more"
+    done
 done <"$R/steps"
 dmesg | grep -iE 'siw|iwarp' | tail -40 >"$R/dmesg"
 sync

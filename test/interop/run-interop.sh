@@ -18,6 +18,9 @@
 # the siw-vm README: a TAP TODO on stock siw, a pass with siwfix=1); todo:WHY
 # (a known limitation of the peer; reported, not counted).
 #
+# A step that fails (not a TODO) runs once more; both tries are reported
+# and only the second counts (INTEROP_RETRY=0: no second try).
+#
 # Environment: SIWVM (/tmp/siwvm), SIWVM_SCRIPTS (../shared/siw-vm),
 # OUT (where logs and captures stay; default a fresh /tmp dir),
 # HOSTFWD_PORT (17174), HOST_LISTEN (27174), KEEP=1 keeps $OUT.
@@ -188,8 +191,8 @@ pcap_check() {
 # ---- one step --------------------------------------------------------------------------
 
 
-run_step() {  # boot, step record
-    local boot=$1 id kind expect sargs rargs desc
+run_step() {  # boot, step record, [first-try diagnostics: this is the second try]
+    local boot=$1 id kind expect sargs rargs desc first=${3:-}
     IFS='|' read -r id kind expect sargs rargs desc <<<"$2"
     local d=$OUT/$boot/$id cnt
     mkdir -p "$d"
@@ -296,15 +299,36 @@ run_step() {  # boot, step record
     esac
     [ $pc_ok = 1 ] || why="${why:+$why; }capture: $pc_detail"
     case $outcome in pass|refused*) status=ok ;; *) status="not ok" ;; esac
-    [ "$status" = "not ok" ] && [ -z "$directive" ] && failed_any=1
-    tap "$status" "$boot/$id: $desc [$sargs] (${ms} ms)" "$directive"
-    {
-        echo "#   siwarp: $(grep -E 'connected|OK|FAIL|note' "$slog" | tr '\n' ' ' | cut -c1-400)"
+    local diag
+    diag=$(
+        echo "#   siwarp: $({ grep -E 'connected|OK|FAIL|note' "$slog" || tail -n 2 "$slog"; } 2>/dev/null |
+                              tr '\n' ' ' | cut -c1-400)"
         echo "#   siw rping rc=$grc: $(tr '\n' ' ' <"$d/rping.log" 2>/dev/null | cut -c1-200)"
         echo "#   wire: $pc_detail"
         [ -n "$why" ] && [ "$status" = "not ok" ] && echo "#   why: $why"
-    }
-    printf '%-14s %-4s %-62s %-22s %7s ms\n' "$boot" "$id" "$desc" "$outcome" "$ms" >>"$summary"
+    )
+    # A step that fails outright runs once more, in a fresh connection to
+    # a fresh rping: the guest is emulated on a loaded 2-core host, and one
+    # failure of the harness (a capture, a 9p file) must not read as an
+    # interop bug.  Both tries are reported; a second failure counts.
+    if [ "$status" = "not ok" ] && [ -z "$directive" ] && [ -z "$first" ] &&
+       [ "${INTEROP_RETRY:-1}" = 1 ] && kill -0 "$qpid" 2>/dev/null; then
+        rm -rf "$d.try1"; mv "$d" "$d.try1"
+        rm -f "$SHARE/run/ready.$id" "$SHARE/run/go.$id" "$SHARE/run/fin.$id" \
+              "$SHARE/run/done.$id" "$SHARE/run/out.$id"
+        : >"$SHARE/run/again.$id"
+        retried="${retried:+$retried }$boot/$id"
+        run_step "$boot" "$2" "#   first try (${ms} ms, $outcome; kept in $d.try1):
+$diag"
+        return
+    fi
+    : >"$SHARE/run/next.$id"
+    [ "$status" = "not ok" ] && [ -z "$directive" ] && failed_any=1
+    tap "$status" "$boot/$id: $desc [$sargs] (${ms} ms${first:+, second try})" "$directive"
+    [ -n "$first" ] && echo "$first"
+    echo "$diag"
+    printf '%-14s %-4s %-62s %-22s %7s ms\n' "$boot" "$id" "$desc" \
+        "$outcome${first:+ (2nd try)}" "$ms" >>"$summary"
 }
 
 # ---- one boot --------------------------------------------------------------------------
@@ -368,4 +392,5 @@ for b in $BOOTS; do run_boot "$b"; done
 echo "#"
 echo "# summary (boot, step, combination, outcome, time):"
 sed 's/^/# /' "$summary"
+echo "# steps that failed once and ran again: ${retried:-none}"
 [ -z "${failed_any:-}" ]
