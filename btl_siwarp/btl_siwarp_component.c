@@ -19,6 +19,7 @@
 
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/mca/pmix/pmix.h"
+#include "opal/runtime/opal_progress.h"
 #include "opal/util/argv.h"
 #include "opal/util/if.h"
 #include "opal/util/net.h"
@@ -727,8 +728,14 @@ int mca_btl_siwarp_progress_module(mca_btl_siwarp_module_t *m)
      * pass and a poll() whose answer is almost always "nothing" (about a
      * microsecond here), and ob1 calls this in a tight loop while it waits
      * for a message: a look that lands between a message and its reply
-     * delays the reply.  A connection waits at most 128 polls. */
-    int look = 0 == (m->polls++ & 127);
+     * delays the reply.  A connection waits at most 128 polls -- unless
+     * the node is oversubscribed: then opal_progress yields the core after
+     * every call that found nothing, a call can last a scheduler time
+     * slice, and 128 of them kept peers' connections waiting for hundreds
+     * of milliseconds (8 ranks on 2 cores across veth: time to first
+     * message 1.3x btl tcp's).  Look every call then; a look costs little
+     * next to a yield. */
+    int look = 0 == (m->polls++ & 127) || opal_progress_yield_when_idle;
     for (int i = 0; look && i < m->num_listen; i++) {
         struct siwarp_conn_req *req;
         if (m->listen[i].listener) {
