@@ -276,8 +276,10 @@ static uint32_t rx_hdr_term(struct siwarp_qp *qp)
 
 static void rx_done_write(struct siwarp_qp *qp)
 {
-    if (rx_is_rtr(qp, SIWARP_RTR_WRITE))
+    if (rx_is_rtr(qp, SIWARP_RTR_WRITE) && qp->rtr_wait_rx) {
         qp->rtr_wait_rx = false;
+        swp_tx_rtr_settle(qp);
+    }
 }
 
 static void rx_done_read_resp(struct siwarp_qp *qp)
@@ -291,7 +293,7 @@ static void rx_done_read_resp(struct siwarp_qp *qp)
             qp->orqr.head++;
             if (qp->rtr_wait_resp) {
                 qp->rtr_wait_resp = false;
-                swp_timer_cancel(&qp->rtr_timer);
+                swp_tx_rtr_settle(qp);
             }
         }
         return;
@@ -320,6 +322,7 @@ static void rx_done_send(struct siwarp_qp *qp)
     if (!rx->cur_is_recv) {          /* the zero-length Send RTR */
         qp->rx.msn[SWP_QN_SEND]++;
         qp->rtr_wait_rx = false;
+        swp_tx_rtr_settle(qp);
         return;
     }
     rx->recv_got += rx->seg_len;
@@ -365,8 +368,10 @@ static void rx_done_read_req(struct siwarp_qp *qp)
     uint32_t size = swp_get32(rr->size);
 
     qp->rx.msn[SWP_QN_READ_REQ]++;
-    if (rx_is_rtr(qp, SIWARP_RTR_READ) && size == 0)
+    if (rx_is_rtr(qp, SIWARP_RTR_READ) && size == 0 && qp->rtr_wait_rx) {
         qp->rtr_wait_rx = false;     /* answered below with a zero-length response */
+        swp_tx_rtr_settle(qp);
+    }
     r->sink_stag = swp_get32(rr->sink_stag);
     r->sink_to = swp_get64(rr->sink_to);
     r->len = size;

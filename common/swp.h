@@ -421,7 +421,12 @@ void swp_qp_llp_closed(struct siwarp_qp *qp, int err, bool clean);
 int  swp_tx_progress(struct siwarp_qp *qp);    /* 0, -EAGAIN, or fatal error */
 void swp_tx_post(struct siwarp_qp *qp);        /* after a post: send or coalesce */
 void swp_tx_flush_held(struct siwarp_ctx *ctx); /* progress: send coalesced WRs */
+/* P2P start-up (qp_tx.c): the RTR timer ticks every SWP_RTR_RETRY_MS */
+#define SWP_RTR_RETRY_MS   100
+#define SWP_RTR_RETRIES    30       /* nudges, during the first 3 s */
+#define SWP_RTR_TIMEOUT_MS 10000    /* when conn_param.timeout_ms is unset */
 void swp_tx_rtr_start(struct siwarp_qp *qp);   /* P2P start-up timer */
+void swp_tx_rtr_settle(struct siwarp_qp *qp);  /* ... gone once start-up is over */
 int  swp_tx_queue_terminate(struct siwarp_qp *qp, uint32_t term, const uint8_t *hdr,
                             uint32_t hdr_len);
 uint32_t swp_fpdu_wire_len(uint32_t ulpdu_len, bool crc);
