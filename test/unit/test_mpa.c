@@ -1146,27 +1146,46 @@ TEST(connect_siw_style_p2p_write_rtr)
     ASSERT_EQ(s.requests, 101);
 }
 
-TEST(connect_accept_siwarp_pair)
-{
+/* Two siwarp QPs of one context joined over loopback: pair_ask connects
+ * a with ini and waits for the request (for the caller to inspect),
+ * pair_accept accepts it on b with rsp and waits until a is connected. */
+struct qp_pair {
     struct env e;
-    struct sockaddr_in at;
     struct siwarp_listener *l;
     struct siwarp_conn_req *req;
-    struct siwarp_conn_param p, rp;
     struct siwarp_qp *a, *b;
+};
+
+static void pair_ask(struct qp_pair *pr, const struct siwarp_conn_param *ini)
+{
+    struct sockaddr_in at;
+
+    env_init(&pr->e);
+    pr->l = listen_lo(&pr->e, 2000, &at);
+    pr->a = env_qp(&pr->e);
+    pr->b = env_qp(&pr->e);
+    ASSERT_OK(siwarp_connect(pr->a, (struct sockaddr *)&at, sizeof(at), ini));
+    ASSERT_OK(siwarp_get_conn_request_wait(pr->l, 2000, &pr->req));
+}
+
+static void pair_accept(struct qp_pair *pr, const struct siwarp_conn_param *rsp)
+{
+    ASSERT_OK(siwarp_accept(pr->req, pr->b, rsp));
+    ASSERT_OK(siwarp_connect_wait(pr->a, 2000));
+}
+
+TEST(connect_accept_siwarp_pair)
+{
+    struct qp_pair pr;
+    struct siwarp_conn_param p, rp;
     struct siwarp_qp_attr qa, qb;
 
-    env_init(&e);
-    l = listen_lo(&e, 2000, &at);
-    a = env_qp(&e);
-    b = env_qp(&e);
     siwarp_conn_param_default(&p);
     p.private_data = "from-a";
     p.private_data_len = 6;
     p.big_fpdu = 65535;
-    ASSERT_OK(siwarp_connect(a, (struct sockaddr *)&at, sizeof(at), &p));
-    ASSERT_OK(siwarp_get_conn_request_wait(l, 2000, &req));
-    ASSERT_OK(siwarp_conn_req_param(req, &rp, NULL));
+    pair_ask(&pr, &p);
+    ASSERT_OK(siwarp_conn_req_param(pr.req, &rp, NULL));
     ASSERT_EQ(rp.private_data_len, 6);
     ASSERT_MEM_EQ(rp.private_data, "from-a", 6);
     ASSERT_EQ(rp.big_fpdu, 65535);
@@ -1175,10 +1194,9 @@ TEST(connect_accept_siwarp_pair)
     rp.big_fpdu = 32768;
     rp.private_data = "from-b";
     rp.private_data_len = 6;
-    ASSERT_OK(siwarp_accept(req, b, &rp));
-    ASSERT_OK(siwarp_connect_wait(a, 2000));
-    ASSERT_OK(siwarp_query_qp(a, &qa));
-    ASSERT_OK(siwarp_query_qp(b, &qb));
+    pair_accept(&pr, &rp);
+    ASSERT_OK(siwarp_query_qp(pr.a, &qa));
+    ASSERT_OK(siwarp_query_qp(pr.b, &qb));
     ASSERT_EQ(qa.state, SIWARP_QPS_RTS);
     ASSERT_EQ(qb.state, SIWARP_QPS_RTS);
     ASSERT(qa.crc && qb.crc);              /* a asked for CRC */
@@ -1192,7 +1210,7 @@ TEST(connect_accept_siwarp_pair)
     ASSERT_MEM_EQ(qa.peer_private_data, "from-b", 6);
     ASSERT_EQ(qb.peer_private_data_len, 6);
     ASSERT_MEM_EQ(qb.peer_private_data, "from-a", 6);
-    siwarp_listener_destroy(l);
+    siwarp_listener_destroy(pr.l);
 }
 
 /* RFC 6581 6 start-up, then nothing armed: a timer left behind would send
@@ -1200,35 +1218,28 @@ TEST(connect_accept_siwarp_pair)
  * any timer is armed) until it fired, 100 ms into the connection. */
 static void p2p_startup_leaves_no_timer(uint8_t rtr)
 {
-    struct env e;
-    struct sockaddr_in at;
-    struct siwarp_listener *l;
-    struct siwarp_conn_req *req;
+    struct qp_pair pr;
     struct siwarp_conn_param p, rp;
     struct siwarp_qp *a, *b;
     uint64_t t0 = swp_now_ns(), ms;
 
-    env_init(&e);
-    l = listen_lo(&e, 2000, &at);
-    a = env_qp(&e);
-    b = env_qp(&e);
     siwarp_conn_param_default(&p);
     p.crc = 0;
     p.rtr = rtr;
     p.big_fpdu = 65535;             /* both siwarp: no nudges are due */
-    ASSERT_OK(siwarp_connect(a, (struct sockaddr *)&at, sizeof(at), &p));
-    ASSERT_OK(siwarp_get_conn_request_wait(l, 2000, &req));
+    pair_ask(&pr, &p);
     siwarp_conn_param_default(&rp);
     rp.crc = 0;
     rp.big_fpdu = 65535;
     rp.rtr = rtr;
-    ASSERT_OK(siwarp_accept(req, b, &rp));
-    ASSERT_OK(siwarp_connect_wait(a, 2000));
+    pair_accept(&pr, &rp);
+    a = pr.a;
+    b = pr.b;
     ASSERT(a->nego.p2p && b->nego.p2p);
     ASSERT_EQ(a->nego.rtr, rtr);
     ASSERT(a->nego.peer_is_siwarp && b->nego.peer_is_siwarp);
     for (int i = 0; i < 2000 && (a->rtr_pending_tx || a->rtr_wait_resp || b->rtr_wait_rx); i++)
-        siwarp_wait(e.ctx, 1);
+        siwarp_wait(pr.e.ctx, 1);
     ASSERT(!a->rtr_pending_tx && !a->rtr_wait_resp && !b->rtr_wait_rx);
     ms = (swp_now_ns() - t0) / 1000000u;
     if (ms >= SWP_RTR_RETRY_MS)
@@ -1236,8 +1247,8 @@ static void p2p_startup_leaves_no_timer(uint8_t rtr)
                (unsigned long long)ms);
     ASSERT(!a->rtr_timer.armed);
     ASSERT(!b->rtr_timer.armed);
-    ASSERT(swp_list_empty(&e.ctx->timers));
-    siwarp_listener_destroy(l);
+    ASSERT(swp_list_empty(&pr.e.ctx->timers));
+    siwarp_listener_destroy(pr.l);
 }
 
 TEST(p2p_read_rtr_startup_leaves_no_timer)  { p2p_startup_leaves_no_timer(SIWARP_RTR_READ); }
