@@ -114,7 +114,7 @@ static void size_label(size_t n, char *buf, size_t cap)
 
 int main(int argc, char **argv)
 {
-    static const char *const all[] = { "vpclmul", "pclmul", "sse42", "portable" };
+    static const char *const all[] = { "hybrid", "vpclmul", "pclmul", "sse42", "portable" };
     static const size_t def_sizes[] = { 64, 512, 4096, 65536, 1 << 20 };
     struct opts o = { .runs = 9, .secs = 0.03, .align = 0 };
     const char *engines[16];
