@@ -8,7 +8,7 @@
  *                        [-s size]... [engine]...
  *
  * Defaults: 9 runs of 0.03 s, sizes 64 B, 512 B, 4 KiB, 64 KiB, 1 MiB,
- * engines vpclmul pclmul sse42 portable (those the CPU lacks print "-").
+ * engines hybrid vpclmul pclmul sse42 portable (those the CPU lacks print "-").
  * Each engine is measured in a child process that sets SIWARP_CRC32C
  * before its first CRC call (the engine is chosen once per process).
  * A call's result feeds the next, so calls do not overlap.

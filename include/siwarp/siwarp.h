@@ -387,7 +387,8 @@ int  siwarp_reject(struct siwarp_conn_req *req, const void *pd, uint16_t pd_len)
 const char *siwarp_qp_state_str(enum siwarp_qp_state s);
 /* Decode a Terminate code (layer<<12 | etype<<8 | code) into text. */
 const char *siwarp_term_str(uint32_t term);
-/* Which CRC32c engine is in use: "vpclmul" (AVX-512 carry-less folding),
+/* Which CRC32c engine is in use: "hybrid" (AVX-512 carry-less folding
+ * with crc32 instruction streams beside it), "vpclmul" (the folding alone),
  * "pclmul", "sse4.2" or "portable"; SIWARP_CRC32C=name forces one. */
 const char *siwarp_crc32c_impl(void);
 
