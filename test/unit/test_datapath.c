@@ -240,6 +240,43 @@ TEST(small_segments_staged_in_bulk)
     ASSERT(p.qp[1]->rx.direct * 4 < p.qp[1]->rx.copied);
 }
 
+/* A large message that finds the socket empty after the previous one
+ * ended (a ping-pong, a reply) is read whole by one recv into staging, not
+ * by a lookahead and then a readv (qp_rx.c: rx_drained): a syscall costs
+ * more than the copy, which rides on the CRC pass. */
+TEST(message_after_a_dry_socket_read_whole)
+{
+    struct pair p;
+    const uint32_t sz = 16384;
+    pair_setup(&p, nego_default(true, false));
+    uint8_t *s = malloc(sz), *r = malloc(sz);
+    struct siwarp_mr *ms = reg(&p, s, sz, 0), *mr = reg(&p, r, sz, ACC_ALL);
+    for (int i = 0; i < 4; i++) {
+        struct siwarp_sge ss = { s, sz, siwarp_mr_stag(ms) };
+        struct siwarp_sge rs = { r, sz, siwarp_mr_stag(mr) };
+        struct siwarp_recv_wr rw = { .wr_id = 100 + i, .sg_list = &rs, .num_sge = 1 };
+        struct siwarp_send_wr sw = { .wr_id = i, .sg_list = &ss, .num_sge = 1,
+                                     .opcode = SIWARP_WR_SEND, .send_flags = SIWARP_SEND_SIGNALED };
+        fill(s, sz, 40 + i);
+        memset(r, 0, sz);
+        ASSERT_OK(siwarp_post_recv(p.qp[1], &rw, NULL));
+        ASSERT_OK(siwarp_post_send(p.qp[0], &sw, NULL));
+        ASSERT_EQ(poll_wc(&p, 1).byte_len, sz);
+        ASSERT_EQ(poll_wc(&p, 0).status, SIWARP_WC_SUCCESS);
+        ASSERT_MEM_EQ(r, s, sz);
+    }
+    fprintf(stderr, "# copied %llu direct %llu\n", (unsigned long long)p.qp[1]->rx.copied,
+            (unsigned long long)p.qp[1]->rx.direct);
+    /* from the second message on the last segment was large (bulk), which
+     * alone would have meant a 64-byte lookahead and a readv */
+    ASSERT_EQ(p.qp[1]->rx.direct, 0);
+    ASSERT_EQ(p.qp[1]->rx.copied, 4 * sz);
+    siwarp_dereg_mr(ms);
+    siwarp_dereg_mr(mr);
+    free(s);
+    free(r);
+}
+
 /* While the socket is full the sender appends the next FPDUs behind the
  * unwritten rest of its batch (qp_tx.c: tx_top_up), sliding that rest to
  * the front of its iovec and header arrays.  Mixed traffic with markers
