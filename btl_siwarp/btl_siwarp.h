@@ -159,6 +159,7 @@ typedef struct mca_btl_siwarp_component_t {
     /* MCA parameters */
     char *if_include;
     char *if_exclude;
+    char *tcp_congestion;    /* congestion controls asked for, "" = system default */
     int   port_min;
     int   port_range;
     int   rq_depth;

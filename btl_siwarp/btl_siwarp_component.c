@@ -122,6 +122,15 @@ static int siwarp_component_register(void)
     reg_string("if_exclude", "Comma-separated list of interface names or CIDR networks "
                "not to use.  Mutually exclusive with btl_siwarp_if_include.",
                &c->if_exclude, OPAL_INFO_LVL_1);
+    c->tcp_congestion = "cubic,reno";
+    reg_string("tcp_congestion", "TCP congestion control for siwarp's connections: names "
+               "tried in order on each socket, the first the kernel takes wins (one it lacks, "
+               "or one net.ipv4.tcp_allowed_congestion_control keeps from an unprivileged "
+               "process, is skipped; if none is taken the socket keeps the system default).  "
+               "Empty: the system default.  BBR, a common default, paces a connection at its "
+               "estimated rate, and MPI's bursts keep that low: 64 KiB bandwidth across a veth "
+               "pair 1.4 GB/s against 4.7-4.9 with CUBIC",
+               &c->tcp_congestion, OPAL_INFO_LVL_4);
     c->port_min = 0;
     reg_int("port_min_v4", "First TCP port tried for the iWARP and fallback listeners "
             "(0: let the kernel choose)", &c->port_min, OPAL_INFO_LVL_2);
@@ -252,11 +261,63 @@ static int bad(const char *name, long value, const char *want)
     return OPAL_ERR_BAD_PARAM;
 }
 
+static int bad_str(const char *name, const char *value, const char *want)
+{
+    opal_show_help("help-mpi-btl-siwarp.txt", "bad mca value", true,
+                   opal_process_info.nodename ? opal_process_info.nodename : "?", name, value,
+                   want);
+    BTL_ERROR(("cannot use %s = %s (allowed: %s); the siwarp BTL is disabled", name, value,
+               want));
+    return OPAL_ERR_BAD_PARAM;
+}
+
+/* btl_siwarp_tcp_congestion: well formed, and (where the kernel says what
+ * it has) naming at least one congestion control this kernel runs. */
+static int verify_tcp_congestion(const char *list)
+{
+    char have[256], want[300];
+    FILE *f;
+    size_t n;
+
+    if (NULL == list || '\0' == list[0]) {
+        return OPAL_SUCCESS;
+    }
+    if (siwarp_tcp_congestion_check(list) < 0) {
+        return bad_str("btl_siwarp_tcp_congestion", list,
+                       "empty, or congestion control names separated by commas (each 1-15 "
+                       "of A-Z a-z 0-9 _ -, 63 characters in all)");
+    }
+    f = fopen("/proc/sys/net/ipv4/tcp_available_congestion_control", "r");
+    if (NULL == f) {
+        return OPAL_SUCCESS;        /* cannot tell: each socket finds out */
+    }
+    n = fread(have, 1, sizeof(have) - 1, f);
+    fclose(f);
+    have[n] = '\0';
+    for (const char *p = list; p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t) (e - p) : strlen(p);
+        for (const char *h = have; *h;) {
+            size_t hl = strcspn(h, " \t\n");
+            if (hl == len && 0 == strncmp(h, p, len)) {
+                return OPAL_SUCCESS;
+            }
+            h += hl;
+            h += strspn(h, " \t\n");
+        }
+        p = e ? e + 1 : NULL;
+    }
+    have[strcspn(have, "\n")] = '\0';
+    snprintf(want, sizeof(want), "empty, or a list naming one this kernel has (%.200s)", have);
+    return bad_str("btl_siwarp_tcp_congestion", list, want);
+}
+
 static int siwarp_verify_params(void)
 {
     mca_btl_siwarp_component_t *c = &mca_btl_siwarp_component;
     mca_btl_base_module_t *b = &param_module;
     size_t hdr = sizeof(mca_btl_siwarp_hdr_t);
+    int rc;
 
     if (c->if_include && c->if_include[0] && c->if_exclude && c->if_exclude[0]) {
         opal_show_help("help-mpi-btl-siwarp.txt", "include exclude", true,
@@ -287,6 +348,9 @@ static int siwarp_verify_params(void)
     if (c->credit_threshold < 0 || c->credit_threshold > c->rq_depth) {
         return bad("btl_siwarp_credit_threshold", c->credit_threshold,
                    "0 (auto) to btl_siwarp_rq_depth");
+    }
+    if (OPAL_SUCCESS != (rc = verify_tcp_congestion(c->tcp_congestion))) {
+        return rc;
     }
     if (c->sq_depth < 4 || c->sq_depth > 65536) {
         return bad("btl_siwarp_sq_depth", c->sq_depth, "4 to 65536");
@@ -635,6 +699,7 @@ static int module_init(mca_btl_siwarp_module_t *m)
         m->inplace = 1;
         (void) siwarp_ctx_set_idle_wait(m->ctx, (uint32_t) c->idle_spin_us,
                                         (uint32_t) c->idle_wait_us);
+        (void) siwarp_ctx_set_tcp_congestion(m->ctx, c->tcp_congestion ? c->tcp_congestion : "");
         m->super.btl_flags |= MCA_BTL_FLAGS_SEND_INPLACE;
     }
     rc = siwarp_alloc_pd(m->ctx, &m->pd);

@@ -86,6 +86,10 @@ static void set_sock_opts(int fd, int nonblock)
     int one = 1;
     int fl = fcntl(fd, F_GETFL);
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (mca_btl_siwarp_component.tcp_congestion && mca_btl_siwarp_component.tcp_congestion[0]) {
+        /* as libsiwarp's sockets (tcp_cc.c); none taken: the default stays */
+        (void) siwarp_sock_set_congestion(fd, mca_btl_siwarp_component.tcp_congestion, NULL, 0);
+    }
     if (fl >= 0) {
         fcntl(fd, F_SETFL, nonblock ? (fl | O_NONBLOCK) : (fl & ~O_NONBLOCK));
     }

@@ -168,6 +168,7 @@ static int cm_start_attempt(struct siwarp_qp *qp)
     if (fd < 0)
         return -errno;
     cm_nodelay(fd);
+    swp_tcp_cc_apply(qp->ctx, fd);
     cm->in_got = 0;
     cm->out_len = cm->out_done = 0;
     rc = connect(fd, (struct sockaddr *)&cm->peer, cm->peer_len);

@@ -199,6 +199,7 @@ static void listener_io(struct swp_pollable *p, uint32_t events)
             continue;
         }
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        swp_tcp_cc_apply(l->ctx, fd);
         r->ctx = l->ctx;
         r->l = l;
         r->state = SWP_REQ_READING;

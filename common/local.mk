@@ -17,6 +17,7 @@ common_libswpcore_la_SOURCES = \
 	common/mem.c \
 	common/cq.c \
 	common/progress.c \
+	common/tcp_cc.c \
 	common/verbs.c \
 	common/iwarp_wire.h \
 	common/swp.h

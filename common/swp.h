@@ -509,6 +509,12 @@ struct swp_stag_ent {
     uint32_t next_free;
 };
 
+#define SWP_TCP_CC_MAX 64                /* a congestion control list, with its NUL */
+
+/* tcp_cc.c */
+void swp_tcp_cc_init(struct siwarp_ctx *ctx);
+void swp_tcp_cc_apply(struct siwarp_ctx *ctx, int fd);
+
 struct siwarp_ctx {
     pthread_mutex_t lock;
     void *hw;                            /* verbs backend (swp_hw_*), or NULL */
@@ -531,6 +537,7 @@ struct siwarp_ctx {
     uint64_t idle_spin_ns, idle_wait_ns;
     uint64_t idle_since_ns;              /* first idle poll of this run, 0: busy */
     uint64_t idle_sleeps;                /* times it slept (tests, tuning) */
+    char tcp_cc[SWP_TCP_CC_MAX];         /* tcp_cc.c: congestion controls to ask for */
 };
 
 /* Reads we owe the peer (RFC 5040 6.5: what the IRD bounds): a Read stays

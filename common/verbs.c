@@ -33,6 +33,7 @@ int siwarp_ctx_create(struct siwarp_ctx **out)
         return -ENOMEM;
     swp_debug = getenv("SIWARP_DEBUG") != NULL;
     ctx->direct_poll = !getenv("SIWARP_DIRECT_POLL") || atoi(getenv("SIWARP_DIRECT_POLL")) != 0;
+    swp_tcp_cc_init(ctx);
     pthread_mutex_init(&ctx->lock, NULL);
     swp_list_init(&ctx->qps);
     swp_list_init(&ctx->timers);

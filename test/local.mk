@@ -52,3 +52,6 @@ test_unit_test_wire_SOURCES = test/unit/test_wire.c
 check_PROGRAMS += test/unit/test_idle_wait
 TESTS += test/unit/test_idle_wait
 test_unit_test_idle_wait_SOURCES = test/unit/test_idle_wait.c
+check_PROGRAMS += test/unit/test_tcp_cc
+TESTS += test/unit/test_tcp_cc
+test_unit_test_tcp_cc_SOURCES = test/unit/test_tcp_cc.c

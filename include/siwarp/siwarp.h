@@ -54,6 +54,22 @@ int  siwarp_ctx_fd(const struct siwarp_ctx *ctx);
  * transfers and still spins for small messages.  wait_us 0 (the default)
  * turns it off; at most 60 s.  Software backend only; 0 or -EINVAL. */
 int  siwarp_ctx_set_idle_wait(struct siwarp_ctx *ctx, uint32_t spin_us, uint32_t wait_us);
+/* TCP congestion control for the context's connections from now on: a
+ * comma-separated list ("cubic,reno"), tried in order on each socket; the
+ * first the kernel takes wins, and if it takes none (a name it lacks, or
+ * one not in net.ipv4.tcp_allowed_congestion_control for an unprivileged
+ * process) the socket keeps the system default.  "" restores the default,
+ * which SIWARP_TCP_CONGESTION sets for every new context.  Names are at
+ * most 15 characters of [A-Za-z0-9_-], the list at most 63.  0, -EINVAL,
+ * or -EOPNOTSUPP on a verbs device. */
+int  siwarp_ctx_set_tcp_congestion(struct siwarp_ctx *ctx, const char *list);
+/* The same for one socket (libsiwarp's users with sockets of their own):
+ * 0 and the name taken in chosen (cap bytes), -ENOENT when none was taken
+ * (the socket keeps its default), -EINVAL for a malformed list, or another
+ * negative errno from setsockopt. */
+int  siwarp_sock_set_congestion(int fd, const char *list, char *chosen, size_t cap);
+/* 0 if list is well formed ("" included), else -EINVAL. */
+int  siwarp_tcp_congestion_check(const char *list);
 /* Create a context on a backend.  dev: NULL or "auto" (the first verbs
  * device of transport iWARP if there is one, else software), "soft"
  * (software), or a verbs device name ("siw0", "cxgb4_0", ...): -ENODEV if

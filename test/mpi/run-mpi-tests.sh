@@ -287,6 +287,12 @@ run "per-peer receive queues (btl_siwarp_srq_size=0) under flood" 4 \
     --mca btl_siwarp_srq_size 0 --mca btl_siwarp_rq_depth 2 "$OUT/mpi_flood" 3000
 bad_param btl_siwarp_srq_size -1
 bad_param btl_siwarp_srq_max 8      # below btl_siwarp_srq_size (16)
+bad_param btl_siwarp_tcp_congestion no-such-cc      # not in this kernel
+bad_param btl_siwarp_tcp_congestion cubic,,reno     # malformed
+run "TCP congestion control: system default (btl_siwarp_tcp_congestion empty)" 2 \
+    --mca btl_siwarp_tcp_congestion "" "$OUT/mpi_pingpong" 1048576
+run "TCP congestion control: reno after a name the kernel lacks" 2 \
+    --mca btl_siwarp_tcp_congestion no-such-cc,reno "$OUT/mpi_pingpong" 1048576
 run "mpi-bench smoke (0 B..1 MiB)" 2 "$OUT/mpi-bench" -m 1048576 -i 20
 
 # First contact while the odd ranks compute without progress for longer than
