@@ -487,6 +487,31 @@ T_VPCLMUL static INLINE __m512i fold512(__m512i x, __m512i k, __m512i y)
                                      _mm512_clmulepi64_epi128(x, k, 0x11), y, 0x96);
 }
 
+/* Four 512-bit accumulators, 64 bytes apart, folded onto the last. */
+T_VPCLMUL static INLINE __m512i fold512_merge4(__m512i z0, __m512i z1, __m512i z2, __m512i z3)
+{
+    __m512i z = fold512(z0, kz(K1536), z3);
+
+    z = fold512(z1, kz(K1024), z);
+    return fold512(z2, kz(K512), z);
+}
+
+/* The four 128-bit lanes of z as one 128-bit value: lanes 0, 1, 2 moved
+ * forward by 48, 32, 16 bytes onto lane 3. */
+T_VPCLMUL static INLINE __m128i fold512_lanes(__m512i z)
+{
+    __m512i k = _mm512_set_epi64(0, 0,
+                                 (long long)fold_k[K128].lo, (long long)fold_k[K128].hi,
+                                 (long long)fold_k[K256].lo, (long long)fold_k[K256].hi,
+                                 (long long)fold_k[K384].lo, (long long)fold_k[K384].hi);
+
+    z = _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z, k, 0x00),
+                                  _mm512_clmulepi64_epi128(z, k, 0x11),
+                                  _mm512_maskz_mov_epi64(0xc0, z), 0x96);
+    __m256i y = _mm256_xor_si256(_mm512_castsi512_si256(z), _mm512_extracti64x4_epi64(z, 1));
+    return _mm_xor_si128(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1));
+}
+
 /*
  * Needs len >= 64.  At least 256 bytes: four 64-byte accumulators folded
  * 256 bytes forward a round, then merged; then 64-byte blocks; then the
@@ -520,9 +545,7 @@ T_VPCLMUL static INLINE uint32_t fold512_body(uint32_t crc, const uint8_t *p, ui
                 d += 256;
             len -= 256;
         }
-        z = fold512(z0, kz(K1536), z3);
-        z = fold512(z1, kz(K1024), z);
-        z = fold512(z2, kz(K512), z);
+        z = fold512_merge4(z0, z1, z2, z3);
     } else {
         z = _mm512_xor_si512(ld512(p, d, 0, copy), c0);
         p += 64;
@@ -538,16 +561,7 @@ T_VPCLMUL static INLINE uint32_t fold512_body(uint32_t crc, const uint8_t *p, ui
             d += 64;
         len -= 64;
     }
-    /* lanes 0, 1, 2 moved forward by 48, 32, 16 bytes onto lane 3 */
-    k = _mm512_set_epi64(0, 0,
-                         (long long)fold_k[K128].lo, (long long)fold_k[K128].hi,
-                         (long long)fold_k[K256].lo, (long long)fold_k[K256].hi,
-                         (long long)fold_k[K384].lo, (long long)fold_k[K384].hi);
-    z = _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z, k, 0x00),
-                                  _mm512_clmulepi64_epi128(z, k, 0x11),
-                                  _mm512_maskz_mov_epi64(0xc0, z), 0x96);
-    __m256i y = _mm256_xor_si256(_mm512_castsi512_si256(z), _mm512_extracti64x4_epi64(z, 1));
-    x = _mm_xor_si128(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1));
+    x = fold512_lanes(z);
     k = kz(K128);
     while (len >= 16) {
         x = _mm_xor_si128(mul128(x, _mm512_castsi512_si128(k)), ld128(p, d, 0, copy));
@@ -620,7 +634,7 @@ T_VPCLMUL static INLINE uint32_t hyb_chunk(uint32_t crc, const uint8_t *p)
 {
     const uint8_t *s0 = p + HYB_V, *s1 = s0 + HYB_S, *s2 = s1 + HYB_S;
     uint64_t a = 0, b = 0, c = 0;
-    __m512i k = kz(K2048), z;
+    __m512i k = kz(K2048);
     __m512i z0 = _mm512_xor_si512(_mm512_loadu_si512(p),
                                   _mm512_inserti32x4(_mm512_setzero_si512(),
                                                      _mm_cvtsi32_si128((int)crc), 0));
@@ -644,18 +658,7 @@ T_VPCLMUL static INLINE uint32_t hyb_chunk(uint32_t crc, const uint8_t *p)
             s2 += 8;
         }
     }
-    z = fold512(z0, kz(K1536), z3);
-    z = fold512(z1, kz(K1024), z);
-    z = fold512(z2, kz(K512), z);
-    k = _mm512_set_epi64(0, 0,
-                         (long long)fold_k[K128].lo, (long long)fold_k[K128].hi,
-                         (long long)fold_k[K256].lo, (long long)fold_k[K256].hi,
-                         (long long)fold_k[K384].lo, (long long)fold_k[K384].hi);
-    z = _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z, k, 0x00),
-                                  _mm512_clmulepi64_epi128(z, k, 0x11),
-                                  _mm512_maskz_mov_epi64(0xc0, z), 0x96);
-    __m256i y = _mm256_xor_si256(_mm512_castsi512_si256(z), _mm512_extracti64x4_epi64(z, 1));
-    crc = crc_of128(_mm_xor_si128(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1)));
+    crc = crc_of128(fold512_lanes(fold512_merge4(z0, z1, z2, z3)));
     crc = shift(shift_hyb, crc) ^ (uint32_t)a;
     crc = shift(shift_hyb, crc) ^ (uint32_t)b;
     return shift(shift_hyb, crc) ^ (uint32_t)c;
