@@ -190,7 +190,7 @@ run_raw() {     # OUTFILE: lat/bw lines as mpi-bench's, plus iperf
     child=$!
     wait $child
     child=""
-    sed 's/^rawlat /lat /; s/^rawbw /bw /' "$a" > "$1"
+    sed 's/^rawlat /lat /; s/^rawlatmed /latmed /; s/^rawbw /bw /' "$a" > "$1"
     cat "$a.err" >&2
 }
 

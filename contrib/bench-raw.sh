@@ -7,10 +7,11 @@
 #
 # Prints, in mpi-bench's "test size value unit" form:
 #   rawlat S V us      contrib/siwarp-perf --tcp ping-pong (TCP_NODELAY,
-#                      busy-polled), S = 1 B .. 1 KiB; V is half the median
-#                      round trip (one way, as mpi-bench and OSU report it;
-#                      the median because one preempted iteration on a busy
-#                      2-core host would dominate a mean)
+#                      busy-polled), S = 1 B .. 1 KiB; V is half the mean
+#                      round trip (one way, as mpi-bench's lat and OSU)
+#   rawlatmed S V us   the same run, half the median round trip (as
+#                      mpi-bench's latmed: on a busy 2-core host one
+#                      preempted round trip moves a mean, not a median)
 #   rawbw S V MB/s     contrib/siwarp-perf --tcp stream, S = 64 KiB, 1 MiB,
 #                      4 MiB (up to --max), about --bw-bytes per size
 #   iperf 0 V MB/s     single-stream iperf3, --iperf-time seconds (default 5)
@@ -93,8 +94,9 @@ elif start_server 3 perf "listening port=" "$PERF" --tcp -s -a "$addr" -p 0; the
     port=${line#listening port=}
     if $on_c timeout 120 "$PERF" --tcp -c "$addr" -p "$port" -m lat -A -M 1024 \
             -n "$lat_iters" --json > "$tmp/lat" 2> "$tmp/lat.err"; then
-        sed -n 's/.*"bytes":\([0-9]*\).*"t_median_us":\([0-9.]*\).*/\1 \2/p' "$tmp/lat" |
-            awk '{ printf "rawlat %d %.2f us\n", $1, $2 / 2 }'
+        sed -n 's/.*"bytes":\([0-9]*\).*"t_median_us":\([0-9.]*\).*"t_avg_us":\([0-9.]*\).*/\1 \2 \3/p' \
+            "$tmp/lat" |
+            awk '{ printf "rawlat %d %.2f us\nrawlatmed %d %.2f us\n", $1, $3 / 2, $1, $2 / 2 }'
     else
         echo "bench-raw.sh: TCP ping-pong failed: $(head -c 300 "$tmp/lat.err")" >&2
     fi

@@ -70,9 +70,10 @@ report_main() {
     for t in $ok_t; do printf -- '---:|'; done
     for t in $others raw; do has "$t" && printf -- '---:|'; done
     echo
-    for test in lat bw bibw rate bwcpu; do
+    for test in lat latmed bw bibw rate bwcpu; do
         case $test in
-        lat) label="latency (µs)"; u=us ;;
+        lat) label="latency, mean (µs)"; u=us ;;
+        latmed) label="latency, median (µs)"; u=us ;;
         bw) label="bandwidth (MB/s)"; u=mb ;;
         bibw) label="bi-bandwidth (MB/s)"; u=mb ;;
         rate) label="message rate (msg/s)"; u=rate ;;
@@ -96,7 +97,7 @@ report_main() {
     done
     if has raw; then
         echo
-        echo "raw TCP: latency is half the median round trip of \`contrib/siwarp-perf --tcp\` (TCP_NODELAY, busy-polled), bandwidth its one-way stream; single-stream \`iperf3\`: $(fmt "$(val main-raw iperf 0)" mb) MB/s."
+        echo "Latency is one way: half the mean round trip (as OSU reports it) and half the median one. raw TCP: \`contrib/siwarp-perf --tcp\` (TCP_NODELAY, busy-polled) ping-pong and its one-way stream; single-stream \`iperf3\`: $(fmt "$(val main-raw iperf 0)" mb) MB/s."
     fi
     for t in $transports; do
         [ "$t" = raw ] && continue
@@ -177,7 +178,11 @@ report_goals() {
     echo "| goal | target | measured (siwarp/reference) | |"
     echo "|---|---:|---|---|"
     goal_row "latency 0 B–1 KiB vs btl tcp" "≤ 0.85" lo "$(worst lat 0 1024 lo tcp)"
-    goal_row "latency 1 B–1 KiB vs raw busy-polled TCP" "≤ 1.2" lo "$(worst lat 1 1024 lo raw)"
+    # medians against medians: on a 2-core host a few preempted round trips
+    # move a mean by more than the difference being measured
+    w=$(worst lat 1 1024 lo raw)
+    goal_row "latency 1 B–1 KiB vs raw busy-polled TCP (medians)" "≤ 1.2" lo \
+        "$(worst latmed 1 1024 lo raw)" "${w:+means: ${w% *}× at $(hsize "${w#* }")}"
     # shellcheck disable=SC2086
     goal_row "bandwidth, every size ≥ 16 KiB, vs best of $(echo $others)" \
         "≥ 1.1" hi "$(worst bw 16384 1e18 hi $others)"
