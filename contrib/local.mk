@@ -11,3 +11,7 @@ contrib_siwarp_perf_LDADD = common/libswpcore.la -lpthread
 dist_noinst_SCRIPTS += contrib/run-main.sh contrib/netns.sh contrib/netns-mpirun.sh \
 	contrib/bench-mpi.sh contrib/bench-raw.sh contrib/bench-report.sh contrib/setup.sh \
 	contrib/ci-sanitizers.sh contrib/bench-cc.sh
+
+# turnaround.c: an LD_PRELOAD probe of the user-space time per reply (built
+# by hand, see its header; the README's "where the time goes" uses it)
+EXTRA_DIST += contrib/turnaround.c
