@@ -177,9 +177,13 @@ report_goals() {
     echo
     echo "| goal | target | measured (siwarp/reference) | |"
     echo "|---|---:|---|---|"
-    goal_row "latency 0 B–1 KiB vs btl tcp" "≤ 0.85" lo "$(worst lat 0 1024 lo tcp)"
-    # medians against medians: on a 2-core host a few preempted round trips
-    # move a mean by more than the difference being measured
+    # Latency goals compare medians, as the issue's own table ("latency,
+    # median") does: on a 2-core host a few preempted round trips move a
+    # mean by more than the difference being measured.  The means' worst
+    # ratio is shown beside.
+    w=$(worst lat 0 1024 lo tcp)
+    goal_row "latency 0 B–1 KiB vs btl tcp (medians)" "≤ 0.85" lo \
+        "$(worst latmed 0 1024 lo tcp)" "${w:+means: ${w% *}× at $(hsize "${w#* }")}"
     w=$(worst lat 1 1024 lo raw)
     goal_row "latency 1 B–1 KiB vs raw busy-polled TCP (medians)" "≤ 1.2" lo \
         "$(worst latmed 1 1024 lo raw)" "${w:+means: ${w% *}× at $(hsize "${w#* }")}"
