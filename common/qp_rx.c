@@ -16,15 +16,18 @@
 #define SWP_RX_LOOKAHEAD  64     /* staged behind a large segment: the next
                                     header (any header fits) and a few bytes */
 /* Segments from this size on are read one readv() each, straight into the
- * target (never with markers: they sit inside the payload); smaller ones (an MSS-sized stream from a peer on a 1500-byte MTU)
- * are cheaper staged 64 KiB per recv() and copied: a syscall costs about
- * what copying a few KiB does. */
-#define SWP_RX_BULK_MIN   8192
-/* What a large segment's successor is read with when it starts after the
- * socket ran dry at a message's end (rx_drained): a 32 KiB message and its
- * headers whole, while a long Read Response stream copies no more than
- * this out of staging before rx_direct takes over. */
-#define SWP_RX_FRESH      (32768 + 1024)
+ * target; smaller ones (eager MPI messages, an MSS-sized stream from a
+ * peer on a 1500-byte MTU) are staged, up to 64 KiB per recv(), and copied
+ * out.  A syscall costs about 1 us on the VMs this runs on, and with CRC
+ * on the copy rides on the CRC pass (crc32c-bench: copy+crc within 5% of
+ * crc alone), so staging wins up to what staging holds: against 8 KiB,
+ * MPI bandwidth rose 70% at 8 KiB, 40-55% at 16 KiB, 20% at 32 KiB (loopback
+ * and veth), 48-56 KiB ping-pong latency fell 16%.  With CRC off the copy
+ * is a pass of its own and breaks even with a syscall at about 32 KiB
+ * (56 KiB staged: bandwidth -5%).  Never with markers: they sit inside the
+ * payload. */
+#define SWP_RX_BULK_MIN      32768
+#define SWP_RX_BULK_MIN_CRC  61440
 #define SWP_RX_HDR_MIN    (SWP_MPA_HDR_LEN + (uint32_t)sizeof(struct swp_ctrl))
 #define SWP_ORQ_RTR       UINT32_MAX
 
@@ -475,7 +478,8 @@ static int rx_hdr_step(struct siwarp_qp *qp)
     if (term)
         return rx_fatal(qp, term, swp_opinfo[rx->op].name);
     rx->payload_left = rx->seg_len;
-    rx->bulk = rx->seg_len >= SWP_RX_BULK_MIN && !qp->nego.markers_rx;
+    rx->bulk = rx->seg_len >= (qp->nego.crc ? SWP_RX_BULK_MIN_CRC : SWP_RX_BULK_MIN) &&
+               !qp->nego.markers_rx;
     rx->trailer_want = swp_mpa_pad(rx->ulpdu_len) + SWP_MPA_CRC_LEN;
     rx->trailer_got = 0;
     rx->state = rx->payload_left ? SWP_RX_PAYLOAD : SWP_RX_TRAILER;
@@ -687,24 +691,6 @@ static ssize_t rx_direct(struct siwarp_qp *qp, bool *full)
     return got;
 }
 
-/* A read came back short: the socket is empty.  If that happened at the
- * end of a Send, the peer's next message (a reply, the next ping) is sent
- * from scratch and has not arrived yet: read it whole into staging with
- * one recv rather than a 64-byte lookahead and then a readv.  A syscall
- * costs about a microsecond on the PVM guests this runs on (`perf bench
- * syscall basic`: 1.05 us), more than copying 32 KiB, and with CRC on the
- * copy rides on the CRC pass anyway (crc32c-bench: copy+crc at the speed
- * of crc alone).  8-32 KiB ping-pong latency fell 22-29% with it.  After
- * a Read Response or a Write the lookahead stays: those come in streams,
- * whose payload should go straight to its target. */
-static int rx_drained(struct swp_rx *rx)
-{
-    rx->fresh = rx->state == SWP_RX_HDR && rx->hdr_got == 0 && rx->marker_got == 0 &&
-                rx->last && (rx->op == SWP_OP_SEND || rx->op == SWP_OP_SEND_INV ||
-                             rx->op == SWP_OP_SEND_SE || rx->op == SWP_OP_SEND_SE_INV);
-    return 0;
-}
-
 static int rx_progress(struct siwarp_qp *qp)
 {
     struct swp_rx *rx = &qp->rx;
@@ -724,24 +710,21 @@ static int rx_progress(struct siwarp_qp *qp)
              * the recv that would only say EAGAIN (epoll is level-triggered
              * and the busy poller comes back anyway) */
             if (short_read)
-                return rx_drained(rx);
+                return 0;
             continue;
         }
         if (rx->state == SWP_RX_PAYLOAD && rx->bulk && rx->place_idx < rx->place_niov) {
             bool full = false;
             got = rx_direct(qp, &full);
+            /* and read again at once, even after a short read: in a
+             * stream more has often come meanwhile (returning here instead
+             * cost 15% of 64 KiB bandwidth) */
             short_read = !full;
-            /* and read again at once: in a stream more has often come
-             * meanwhile (returning here instead cost 15% of 64 KiB
-             * bandwidth) */
-            if (got > 0 && short_read && rx->buf_head == rx->buf_tail)
-                rx_drained(rx);
         } else {
             /* after a large segment only a lookahead: the next payload
-             * is read by rx_direct, not copied out of staging -- unless
-             * the stream ran dry at a message's end (rx_drained) */
+             * is read by rx_direct, not copied out of staging */
             uint32_t ask = rx->state == SWP_RX_PAYLOAD || !rx->bulk ? rx->buf_size
-                           : rx->fresh ? SWP_RX_FRESH : SWP_RX_LOOKAHEAD;
+                                                                    : SWP_RX_LOOKAHEAD;
             got = recv(qp->pl.fd, rx->buf, ask, MSG_DONTWAIT);
             if (got < 0)
                 got = -errno;
@@ -751,8 +734,6 @@ static int rx_progress(struct siwarp_qp *qp)
                 short_read = (uint32_t)got < ask;
             }
         }
-        if (got > 0 && !short_read)
-            rx->fresh = false;      /* the stream is flowing: lookahead again */
         if (got == -EAGAIN || got == -EWOULDBLOCK)
             return -EAGAIN;
         if (got == -EINTR)

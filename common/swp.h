@@ -278,9 +278,6 @@ struct swp_rx {
     bool bulk;                       /* the current (or last) segment is large:
                                         read headers with a small lookahead so
                                         payload goes straight to its target */
-    bool fresh;                      /* the socket ran dry at a message's end:
-                                        the next message is read whole into
-                                        staging, lookahead or not */
     /* current untagged message per queue: RFC 5041 5.3 */
     uint32_t msn[SWP_QN_COUNT];      /* next expected MSN per QN */
     uint32_t recv_got;               /* bytes placed into the current receive WQE */

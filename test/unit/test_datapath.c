@@ -240,15 +240,14 @@ TEST(small_segments_staged_in_bulk)
     ASSERT(p.qp[1]->rx.direct * 4 < p.qp[1]->rx.copied);
 }
 
-/* A large message that finds the socket empty after the previous one
- * ended (a ping-pong, a reply) is read whole by one recv into staging, not
- * by a lookahead and then a readv (qp_rx.c: rx_drained): a syscall costs
- * more than the copy, which rides on the CRC pass. */
-TEST(message_after_a_dry_socket_read_whole)
+/* Send 4 x sz one at a time (each after the socket ran dry, as in a
+ * ping-pong) and return how many payload octets the receiver read straight
+ * into the target (rx.direct); *copied gets those staged and copied. */
+static uint64_t sends_one_at_a_time(bool crc, uint32_t sz, uint64_t *copied)
 {
     struct pair p;
-    const uint32_t sz = 16384;
-    pair_setup(&p, nego_default(true, false));
+    uint64_t direct;
+    pair_setup(&p, nego_default(crc, false));
     uint8_t *s = malloc(sz), *r = malloc(sz);
     struct siwarp_mr *ms = reg(&p, s, sz, 0), *mr = reg(&p, r, sz, ACC_ALL);
     for (int i = 0; i < 4; i++) {
@@ -265,16 +264,37 @@ TEST(message_after_a_dry_socket_read_whole)
         ASSERT_EQ(poll_wc(&p, 0).status, SIWARP_WC_SUCCESS);
         ASSERT_MEM_EQ(r, s, sz);
     }
-    fprintf(stderr, "# copied %llu direct %llu\n", (unsigned long long)p.qp[1]->rx.copied,
-            (unsigned long long)p.qp[1]->rx.direct);
-    /* from the second message on the last segment was large (bulk), which
-     * alone would have meant a 64-byte lookahead and a readv */
-    ASSERT_EQ(p.qp[1]->rx.direct, 0);
-    ASSERT_EQ(p.qp[1]->rx.copied, 4 * sz);
+    fprintf(stderr, "# CRC %s, %u B: copied %llu direct %llu\n", crc ? "on" : "off", sz,
+            (unsigned long long)p.qp[1]->rx.copied, (unsigned long long)p.qp[1]->rx.direct);
+    *copied = p.qp[1]->rx.copied;
+    direct = p.qp[1]->rx.direct;
     siwarp_dereg_mr(ms);
     siwarp_dereg_mr(mr);
     free(s);
     free(r);
+    return direct;
+}
+
+/* With CRC on, a segment that fits the staging buffer (an eager MPI
+ * message) is read whole by one recv and copied out with the CRC pass,
+ * rather than read by a lookahead and a readv: a syscall costs more than
+ * the copy (qp_rx.c: SWP_RX_BULK_MIN_CRC). */
+TEST(medium_segments_staged_with_crc)
+{
+    uint64_t copied, direct = sends_one_at_a_time(true, 48 * 1024, &copied);
+    ASSERT_EQ(direct, 0);
+    ASSERT_EQ(copied, 4 * 48 * 1024);
+}
+
+/* With CRC off the copy is a pass of its own: from 32 KiB a segment goes
+ * straight into its target (qp_rx.c: SWP_RX_BULK_MIN), below it is staged. */
+TEST(medium_segments_direct_without_crc)
+{
+    uint64_t copied, direct = sends_one_at_a_time(false, 48 * 1024, &copied);
+    ASSERT(direct > 2 * 48 * 1024);     /* all but the first (read whole: no segment before it) */
+    direct = sends_one_at_a_time(false, 16 * 1024, &copied);
+    ASSERT_EQ(direct, 0);
+    ASSERT_EQ(copied, 4 * 16 * 1024);
 }
 
 /* While the socket is full the sender appends the next FPDUs behind the
