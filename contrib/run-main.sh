@@ -9,6 +9,9 @@
 #    latency and bandwidth with CRC off and on, next to a plain TCP
 #    ping-pong and stream measured in the same run.
 #
+# The MPI table and its plots go to contrib/results/main-YYYYMMDD.md (and
+# -latency.png, -bandwidth.png; ignored by git), not over the benchmark
+# tables committed there.
 # Environment: REPS (default 3; each figure is the median of REPS runs),
 # LAT_ITERS (default 2000), ADDR (default 127.0.0.1), SIWARP_PERF (binary).
 set -eu
@@ -24,7 +27,8 @@ ADDR=${ADDR:-127.0.0.1}
 if [ -f "$btl" ]; then
     echo "=== 2-rank MPI benchmark: --mca btl siwarp,self against --mca btl tcp,self"
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-        "$top/contrib/bench-mpi.sh" --reps "$REPS" --max 4194304 --transports "siwarp tcp"
+        "$top/contrib/bench-mpi.sh" --reps "$REPS" --max 4194304 --transports "siwarp tcp" \
+        --out "$top/contrib/results/main-$(date +%Y%m%d).md"
     echo
 fi
 
