@@ -121,6 +121,8 @@ int  mca_btl_siwarp_ep_submit(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag
 /* Try to post a send right now; OPAL_ERR_RESOURCE_BUSY if it would queue. */
 int  mca_btl_siwarp_ep_try_send_now(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag);
 void mca_btl_siwarp_ep_progress_pending(mca_btl_siwarp_endpoint_t *ep);
+/* First use of a CLOSED endpoint: connect over iWARP, or the fallback. */
+int  mca_btl_siwarp_ep_start_connect(mca_btl_siwarp_endpoint_t *ep);
 int  mca_btl_siwarp_ep_progress_connect(mca_btl_siwarp_endpoint_t *ep);
 void mca_btl_siwarp_ep_connected(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_transport_t tr,
                                  int peer_rq_depth);
@@ -131,6 +133,11 @@ void mca_btl_siwarp_ep_fail(mca_btl_siwarp_endpoint_t *ep, const char *why, int 
 void mca_btl_siwarp_ep_activate(mca_btl_siwarp_endpoint_t *ep);
 /* Completion of one CQ entry. */
 int  mca_btl_siwarp_ep_handle_wc(mca_btl_siwarp_module_t *m, struct siwarp_wc *wc);
+/* Post one eager receive buffer on the endpoint's own QP (no SRQ). */
+int  mca_btl_siwarp_ep_post_recv_frag(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag);
+/* Set the AM credits granted to the peer, and the threshold at which owed
+ * ones go back in an explicit CREDIT message. */
+void mca_btl_siwarp_ep_set_grant(mca_btl_siwarp_endpoint_t *ep, int grant);
 /* Incoming iWARP connection request. */
 void mca_btl_siwarp_ep_handle_conn_req(mca_btl_siwarp_module_t *m, struct siwarp_conn_req *req);
 /* Connect decision shared by both transports: 1 = accept the incoming one. */
