@@ -243,6 +243,13 @@ typedef struct mca_btl_siwarp_module_t {
 
 /* ---- cross-file functions ----------------------------------------------- */
 
+/* btl_siwarp_module.c: the module's functions, copied into each module */
+extern const mca_btl_base_module_t mca_btl_siwarp_module_template;
+/* btl_siwarp_params.c: register the MCA parameters; check their values.
+ * Open MPI's base BTL parameters are registered into mca_btl_siwarp_param_module. */
+extern mca_btl_base_module_t mca_btl_siwarp_param_module;
+int  mca_btl_siwarp_params_register(void);
+int  mca_btl_siwarp_params_verify(void);
 int  mca_btl_siwarp_module_init(mca_btl_siwarp_module_t *m);
 int  mca_btl_siwarp_progress_module(mca_btl_siwarp_module_t *m);
 int  mca_btl_siwarp_errno_to_opal(int err);

@@ -16,6 +16,7 @@ btl_siwarp_mca_btl_siwarp_la_SOURCES =
 btl_siwarp_libbtlsiwarp_la_SOURCES = \
 	btl_siwarp/btl_siwarp.h \
 	btl_siwarp/btl_siwarp_component.c \
+	btl_siwarp/btl_siwarp_params.c \
 	btl_siwarp/btl_siwarp_module.c \
 	btl_siwarp/btl_siwarp_endpoint.h \
 	btl_siwarp/btl_siwarp_endpoint.c \
