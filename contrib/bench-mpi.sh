@@ -122,7 +122,12 @@ if [ $netns = 1 ]; then
     LAUNCH="$here/netns-mpirun.sh"
     IF_CIDR=10.231.0.0/24
     UCX_DEV="$name-vs,$name-vc"
-    bind=none           # each "host" would bind its rank to its core 0
+    # each "host"'s daemon would bind its rank to that host's core 0, both
+    # ranks to the same core: instead netns-mpirun.sh pins each namespace to
+    # a core of its own (2-rank runs only, see run_mpi); left to float, the
+    # ranks collided on one core in some runs (4 MiB bi-bandwidth 0.9 GB/s
+    # instead of 7 GB/s)
+    bind=none
 else
     LAUNCH="timeout $T mpirun"
     IF_CIDR=lo
@@ -154,9 +159,10 @@ targs() {
 run_mpi() {
     np=$1; t=$2; o=$3; shift 3
     extra="--bind-to $bind"
-    [ "$np" -gt 2 ] && extra="--oversubscribe --bind-to none"
+    pin=${NCPU_PAIR:-}
+    [ "$np" -gt 2 ] && extra="--oversubscribe --bind-to none" && pin=""
     # shellcheck disable=SC2046,SC2086
-    $LAUNCH -np "$np" $extra --mca osc ^ucx $(targs "$t") "$@" > "$o" 2>&1 &
+    NETNS_MPIRUN_CPUS=$pin $LAUNCH -np "$np" $extra --mca osc ^ucx $(targs "$t") "$@" > "$o" 2>&1 &
     child=$!
     wait $child
     rc=$?
@@ -169,6 +175,10 @@ run_bench() {   # TRANSPORT OUTFILE BENCH-ARGS...
 }
 
 # the raw TCP references: a namespace pair of our own under --netns
+# the ranks are bound one per core (loopback: --bind-to core; --netns: a
+# namespace per core): the raw references are pinned the same way
+NCPU_PAIR=""
+[ "$(nproc 2>/dev/null || echo 1)" -ge 2 ] && command -v taskset >/dev/null 2>&1 && NCPU_PAIR="0 1"
 raw_args="--max $max"
 [ $quick = 1 ] && raw_args="$raw_args --lat-iters 500 --bw-bytes 67108864 --iperf-time 2"
 if [ $netns = 1 ]; then
@@ -186,7 +196,7 @@ aux() { echo "$tmp/aux-${1##*/}"; }     # a side file of an out.* file
 run_raw() {     # OUTFILE: lat/bw lines as mpi-bench's, plus iperf
     a=$(aux "$1")
     # shellcheck disable=SC2086
-    BUILDDIR=$BUILDDIR timeout "$T" "$here/bench-raw.sh" $raw_args > "$a" 2> "$a.err" &
+    BUILDDIR=$BUILDDIR timeout "$T" "$here/bench-raw.sh" $raw_args ${NCPU_PAIR:+--cpus "$NCPU_PAIR"} > "$a" 2> "$a.err" &
     child=$!
     wait $child
     child=""

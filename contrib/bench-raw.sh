@@ -4,6 +4,7 @@
 #
 #   contrib/bench-raw.sh [--netns NAME] [--max BYTES] [--lat-iters N]
 #                        [--bw-bytes BYTES] [--iperf-time SECONDS]
+#                        [--cpus "S C"]
 #
 # Prints, in mpi-bench's "test size value unit" form:
 #   rawlat S V us      contrib/siwarp-perf --tcp ping-pong (TCP_NODELAY,
@@ -20,7 +21,9 @@
 # Loopback by default.  --netns NAME: the servers run in NAME-s (10.231.0.1)
 # and the clients in NAME-c, namespaces made by `contrib/netns.sh up NAME`
 # (the caller makes and removes them).  The servers are this script's
-# children, bounded by timeout and ended by PID.
+# children, bounded by timeout and ended by PID.  --cpus "S C": pin the
+# servers to CPU S and the clients to CPU C (taskset), as the MPI ranks are
+# bound one per core; a floating pair can share a core and reads slower.
 # Environment: BUILDDIR (where contrib/siwarp-perf is built, default: the
 # source tree).
 set -u
@@ -29,12 +32,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 BUILDDIR=${BUILDDIR:-$top}
 PERF=$BUILDDIR/contrib/siwarp-perf
-ns=""; max=4194304; lat_iters=2000; bw_bytes=268435456; itime=5
+ns=""; cpus=""; max=4194304; lat_iters=2000; bw_bytes=268435456; itime=5
 
 usage() { sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case $1 in
     --netns) ns=$2; shift ;;
+    --cpus) cpus=$2; shift ;;
     --max) max=$2; shift ;;
     --lat-iters) lat_iters=$2; shift ;;
     --bw-bytes) bw_bytes=$2; shift ;;
@@ -55,6 +59,18 @@ else
     addr=127.0.0.1
     on_s=""
     on_c=""
+fi
+
+if [ -n "$cpus" ]; then
+    # shellcheck disable=SC2086
+    set -- $cpus
+    if [ $# -ne 2 ] || ! [ "$1" -ge 0 ] 2>/dev/null || ! [ "$2" -ge 0 ] 2>/dev/null ||
+            ! command -v taskset >/dev/null 2>&1; then
+        echo "bench-raw.sh: --cpus takes two CPU numbers (and taskset): '$cpus'" >&2
+        exit 2
+    fi
+    on_s="$on_s taskset -c $1"
+    on_c="$on_c taskset -c $2"
 fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench-raw.XXXXXX") || exit 1

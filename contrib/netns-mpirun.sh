@@ -18,7 +18,11 @@
 #
 # Environment: NETNS_NAME (default swpm$$, max 12 characters),
 # NETNS_MPIRUN_TIMEOUT (seconds, default 300), NETNS_MTU / NETNS_DELAY (see
-# netns.sh).  Exit 77 when not root or `ip netns` is unavailable (the
+# netns.sh), NETNS_MPIRUN_CPUS="S C" (pin every process of the server
+# namespace to CPU S and of the client namespace to CPU C, with taskset: the
+# two "hosts" then own a core each, as real hosts would; without it the ranks
+# float, and mpirun's --bind-to core cannot help, since each daemon believes
+# its host's core 0 is free and both ranks would land on it).  Exit 77 when not root or `ip netns` is unavailable (the
 # automake "skipped" code).  The namespaces and every process left in them
 # are removed on exit, also on error or a signal.
 set -u
@@ -38,8 +42,10 @@ if [ "${1:-}" = "--agent" ]; then
     10.231.0.2) side=c ;;
     *) echo "netns-mpirun.sh: unknown pseudo-host '$host'" >&2; exit 255 ;;
     esac
+    pin=""
+    [ "$side" = c ] && [ -n "${NETNS_MPIRUN_CPU_C:-}" ] && pin="taskset -c $NETNS_MPIRUN_CPU_C"
     # ORTE hands the remote command as words, like ssh: run them in a shell
-    exec ip netns exec "$name-$side" unshare --uts /bin/sh -c \
+    exec ip netns exec "$name-$side" unshare --uts $pin /bin/sh -c \
         "hostname '$name-$side' && $*"
 fi
 
@@ -84,10 +90,25 @@ printf '10.231.0.1 slots=1\n10.231.0.2 slots=1\n' > "$tmp/hostfile"
 NETNS_MPIRUN_NAME=$name
 export NETNS_MPIRUN_NAME
 btl_if=${NETNS_BTL_IF:-$name-vs,$name-vc}
+pin_s=""
+if [ -n "${NETNS_MPIRUN_CPUS:-}" ]; then
+    # shellcheck disable=SC2086
+    set -- $NETNS_MPIRUN_CPUS -- "$@"
+    if [ "${3:-}" != "--" ] || ! [ "$1" -ge 0 ] 2>/dev/null || ! [ "$2" -ge 0 ] 2>/dev/null ||
+            ! command -v taskset >/dev/null 2>&1; then
+        echo "netns-mpirun.sh: NETNS_MPIRUN_CPUS must be two CPU numbers (and taskset installed): '$NETNS_MPIRUN_CPUS'" >&2
+        exit 2
+    fi
+    pin_s="taskset -c $1"
+    NETNS_MPIRUN_CPU_C=$2
+    export NETNS_MPIRUN_CPU_C
+    shift 3
+fi
 
 # mpirun runs in the server namespace under its own host name; the daemon
 # for 10.231.0.2 is started by the agent in the client namespace
-timeout -k 10 "$tmo" ip netns exec "$name-s" unshare --uts /bin/sh -c \
+# shellcheck disable=SC2086
+timeout -k 10 "$tmo" ip netns exec "$name-s" unshare --uts $pin_s /bin/sh -c \
     'hostname "$0-s" && exec "$@"' "$name" \
     mpirun --hostfile "$tmp/hostfile" --map-by node \
     --mca plm_rsh_agent "$self --agent" \
