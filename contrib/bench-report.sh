@@ -240,7 +240,12 @@ report() {
     echo "## MPI transports, $(date '+%Y-%m-%d %H:%M') ($([ $netns = 1 ] && echo "two namespaces, veth pair" || echo "loopback"))"
     echo
     echo "Command: \`$cmdline\`  "
-    echo "Host: $(nproc) cores, $(uname -r), load average at the end: $(cut -d' ' -f1-3 /proc/loadavg); 2 ranks, --bind-to $bind; medians of $reps round(s), contestants alternating within each round; $elapsed s of measuring. Ratios are siwarp/other: latency, CPU and times below 1 and bandwidth and rate above 1 favour siwarp."
+    placement="--bind-to $bind"
+    if [ "$netns" = 1 ] && [ -n "${NCPU_PAIR:-}" ]; then
+        placement="one namespace per core (taskset ${NCPU_PAIR% *} / ${NCPU_PAIR#* })"
+    fi
+    [ -n "${NCPU_PAIR:-}" ] && placement="$placement, raw references pinned the same way"
+    echo "Host: $(nproc) cores, $(uname -r), load average at the end: $(cut -d' ' -f1-3 /proc/loadavg); 2 ranks, $placement; medians of $reps round(s), contestants alternating within each round; $elapsed s of measuring. Ratios are siwarp/other: latency, CPU and times below 1 and bandwidth and rate above 1 favour siwarp."
     echo
     report_main
     report_crc
