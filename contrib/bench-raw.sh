@@ -4,7 +4,7 @@
 #
 #   contrib/bench-raw.sh [--netns NAME] [--max BYTES] [--lat-iters N]
 #                        [--bw-bytes BYTES] [--iperf-time SECONDS]
-#                        [--cpus "S C"]
+#                        [--cpus "S C"] [--lat-only]
 #
 # Prints, in mpi-bench's "test size value unit" form:
 #   rawlat S V us      contrib/siwarp-perf --tcp ping-pong (TCP_NODELAY,
@@ -24,6 +24,7 @@
 # children, bounded by timeout and ended by PID.  --cpus "S C": pin the
 # servers to CPU S and the clients to CPU C (taskset), as the MPI ranks are
 # bound one per core; a floating pair can share a core and reads slower.
+# --lat-only: only the ping-pong (rawlat, rawlatmed), up to --max bytes.
 # Environment: BUILDDIR (where contrib/siwarp-perf is built, default: the
 # source tree).
 set -u
@@ -32,13 +33,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 BUILDDIR=${BUILDDIR:-$top}
 PERF=$BUILDDIR/contrib/siwarp-perf
-ns=""; cpus=""; max=4194304; lat_iters=2000; bw_bytes=268435456; itime=5
+ns=""; cpus=""; lat_only=0; max=4194304; lat_iters=2000; bw_bytes=268435456; itime=5
 
 usage() { sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case $1 in
     --netns) ns=$2; shift ;;
     --cpus) cpus=$2; shift ;;
+    --lat-only) lat_only=1 ;;
     --max) max=$2; shift ;;
     --lat-iters) lat_iters=$2; shift ;;
     --bw-bytes) bw_bytes=$2; shift ;;
@@ -117,7 +119,7 @@ elif start_server 3 perf "listening port=" "$PERF" --tcp -s -a "$addr" -p 0; the
         echo "bench-raw.sh: TCP ping-pong failed: $(head -c 300 "$tmp/lat.err")" >&2
     fi
     for s in 65536 1048576 4194304; do
-        [ "$s" -le "$max" ] || continue
+        [ "$s" -le "$max" ] && [ $lat_only = 0 ] || continue
         n=$((bw_bytes / s)); [ $n -ge 16 ] || n=16
         if $on_c timeout 120 "$PERF" --tcp -c "$addr" -p "$port" -m bw -z "$s" -n "$n" \
                 --json > "$tmp/bw" 2> "$tmp/bw.err"; then
@@ -129,7 +131,9 @@ elif start_server 3 perf "listening port=" "$PERF" --tcp -s -a "$addr" -p 0; the
 fi
 
 # ---- iperf3, one stream --------------------------------------------------------
-if ! command -v iperf3 >/dev/null 2>&1; then
+if [ $lat_only = 1 ]; then
+    :
+elif ! command -v iperf3 >/dev/null 2>&1; then
     echo "bench-raw.sh: iperf3 not installed (contrib/setup.sh); no iperf3 figure" >&2
 else
     iport=$((20000 + $$ % 20000))

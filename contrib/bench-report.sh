@@ -106,6 +106,38 @@ $t: did not run here ($(tail -n 1 "$tmp/probe.$t" 2>/dev/null | cut -c1-160))."
     done
 }
 
+# pair_ratios: one line per pair of the paired phase: "RATIO SIZE S8 R8",
+# the worst (largest) latmed ratio siwarp/raw over 1 B-1 KiB, its size, and
+# both one-way medians at 8 B
+pair_ratios() {
+    r=0
+    while [ -f "$tmp/out.pair-siwarp.$r" ] && [ -f "$tmp/out.pair-raw.$r" ]; do
+        awk '$1 == "latmed" && $2 + 0 >= 1 && $2 + 0 <= 1024 { v[FILENAME == ARGV[1], $2 + 0] = $3; sz[$2 + 0] = 1 }
+             END { for (q in sz) if ((1, q) in v && (0, q) in v && v[0, q] > 0) {
+                       x = v[1, q] / v[0, q]; if (w == "" || x > w) { w = x; ws = q } }
+                   if (w != "") printf "%.2f %d %s %s\n", w, ws, v[1, 8], v[0, 8] }' \
+            "$tmp/out.pair-siwarp.$r" "$tmp/out.pair-raw.$r"
+        r=$((r + 1))
+    done
+}
+
+# pair_median: "RATIO SIZE" of the median pair (the lower middle one when even)
+pair_median() {
+    pair_ratios | sort -n | awk '{ l[NR] = $1 " " $2 } END { if (NR) print l[int((NR + 1) / 2)] }'
+}
+
+report_pair() {
+    [ -f "$tmp/out.pair-siwarp.0" ] || return 0
+    echo
+    echo "### Latency against raw TCP, paired"
+    echo
+    echo "siwarp's ping-pong (\`mpi-bench -t lat\`, 1 B-1 KiB) and the raw one alternating within seconds, $pair_reps pairs: this host's speed shifts within minutes, so the main table's raw column (one run a round) can sit in another speed than siwarp's."
+    echo
+    echo "| pair | siwarp 8 B (µs, median) | raw TCP 8 B (µs, median) | worst ratio 1 B–1 KiB |"
+    echo "|---:|---:|---:|---|"
+    pair_ratios | awk '{ printf "| %d | %.2f | %.2f | %s× at %s B |\n", NR, $3, $4, $1, $2 }'
+}
+
 report_crc() {
     [ -f "$tmp/med.crc-siwarp" ] || return 0
     on=$(val crc-siwarp bw 1048576)
@@ -184,9 +216,14 @@ report_goals() {
     w=$(worst lat 0 1024 lo tcp)
     goal_row "latency 0 B–1 KiB vs btl tcp (medians)" "≤ 0.85" lo \
         "$(worst latmed 0 1024 lo tcp)" "${w:+means: ${w% *}× at $(hsize "${w#* }")}"
-    w=$(worst lat 1 1024 lo raw)
-    goal_row "latency 1 B–1 KiB vs raw busy-polled TCP (medians)" "≤ 1.2" lo \
-        "$(worst latmed 1 1024 lo raw)" "${w:+means: ${w% *}× at $(hsize "${w#* }")}"
+    w=$(worst latmed 1 1024 lo raw)
+    p=$(pair_median)
+    if [ -n "$p" ]; then
+        goal_row "latency 1 B–1 KiB vs raw busy-polled TCP (medians; median of the pairs)" \
+            "≤ 1.2" lo "$p" "${w:+main table: ${w% *}× at $(hsize "${w#* }")}"
+    else
+        goal_row "latency 1 B–1 KiB vs raw busy-polled TCP (medians)" "≤ 1.2" lo "$w"
+    fi
     # shellcheck disable=SC2086
     goal_row "bandwidth, every size ≥ 16 KiB, vs best of $(echo $others)" \
         "≥ 1.1" hi "$(worst bw 16384 1e18 hi $others)"
@@ -248,6 +285,7 @@ report() {
     echo "Host: $(nproc) cores, $(uname -r), load average at the end: $(cut -d' ' -f1-3 /proc/loadavg); 2 ranks, $placement; medians of $reps round(s), contestants alternating within each round; $elapsed s of measuring. Ratios are siwarp/other: latency, CPU and times below 1 and bandwidth and rate above 1 favour siwarp."
     echo
     report_main
+    report_pair
     report_crc
     report_conn
     report_load
