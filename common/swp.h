@@ -223,10 +223,13 @@ struct swp_nego {
 #define SWP_TX_BATCH (4u << 20)      /* bytes gathered per sendmsg at most */
 
 struct swp_tx {
-    struct iovec iov[SWP_TX_IOV];    /* pending bytes, in stream order */
+    /* iov and hdrs: one allocation of their own (swp_tx_alloc), not zeroed:
+     * 24 KiB a QP that a connection touches only as far as it queues */
+    struct iovec *iov;               /* SWP_TX_IOV: pending bytes, in stream order */
     uint32_t niov, iov_done;         /* iov[iov_done..niov) still to write */
     uint64_t pending;                /* bytes still in iov[] */
-    uint8_t hdrs[SWP_TX_HDRS];       /* headers, pads, CRCs, markers of pending FPDUs */
+    uint8_t *hdrs;                   /* SWP_TX_HDRS: headers, pads, CRCs, markers of
+                                      * pending FPDUs */
     uint32_t hdrs_used;
     uint64_t queued;                 /* stream bytes ever queued */
     uint64_t written;                /* stream bytes ever written */

@@ -34,6 +34,10 @@ int siwarp_ctx_create(struct siwarp_ctx **out)
     swp_debug = getenv("SIWARP_DEBUG") != NULL;
     ctx->direct_poll = !getenv("SIWARP_DIRECT_POLL") || atoi(getenv("SIWARP_DIRECT_POLL")) != 0;
     swp_tcp_cc_init(ctx);
+    /* Pick the CRC32c engine now: the choice times two engines over a
+     * 48 KiB buffer once a process, and at first use it would land inside
+     * the first connection's handshake (time to first message). */
+    (void)swp_crc32c_name();
     pthread_mutex_init(&ctx->lock, NULL);
     swp_list_init(&ctx->qps);
     swp_list_init(&ctx->timers);
@@ -128,10 +132,10 @@ static int swp_post_one_send(struct siwarp_qp *qp, const struct siwarp_send_wr *
                 return rc;
         }
     }
-    w = &qp->sq[qp->sqr.tail & qp->sqr.mask];
-    struct siwarp_sge *sge = w->sge;
+    uint32_t slot = qp->sqr.tail & qp->sqr.mask;
+    w = &qp->sq[slot];
     memset(w, 0, sizeof(*w));
-    w->sge = sge;
+    w->sge = qp->sq_sge + (size_t)slot * qp->init.max_sge;
     w->wr_id = wr->wr_id;
     w->opcode = wr->opcode;
     w->flags = wr->send_flags;
@@ -217,9 +221,10 @@ int siwarp_post_recv(struct siwarp_qp *qp, struct siwarp_recv_wr *wr,
         return -EINVAL;         /* verbs: a QP on an SRQ has no receive queue */
     swp_lock(qp->ctx);
     for (; wr; wr = wr->next) {
+        uint32_t slot = qp->rqr.tail & qp->rqr.mask;
+        qp->rq[slot].sge = qp->rq_sge + (size_t)slot * qp->init.max_sge;
         rc = swp_ring_count(&qp->rqr) > qp->rqr.mask ? -ENOMEM
-             : swp_rwqe_fill(qp->ctx, qp->pd, qp->init.max_sge,
-                             &qp->rq[qp->rqr.tail & qp->rqr.mask], wr);
+             : swp_rwqe_fill(qp->ctx, qp->pd, qp->init.max_sge, &qp->rq[slot], wr);
         if (rc < 0) {
             if (bad_wr)
                 *bad_wr = wr;
