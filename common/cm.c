@@ -126,6 +126,7 @@ static void cm_close_fd(struct siwarp_qp *qp)
         swp_poll_del(qp->ctx, &qp->pl);
         close(qp->pl.fd);
         qp->pl.fd = -1;
+        qp->addr_known = false;
     }
 }
 

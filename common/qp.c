@@ -166,6 +166,7 @@ static void swp_qp_close_fd(struct siwarp_qp *qp)
         swp_poll_del(qp->ctx, &qp->pl);
         close(qp->pl.fd);
         qp->pl.fd = -1;
+        qp->addr_known = false;
     }
     swp_timer_cancel(&qp->close_timer);
     swp_timer_cancel(&qp->rtr_timer);
@@ -481,8 +482,6 @@ void swp_qp_io(struct swp_pollable *p, uint32_t events)
 
 int siwarp_query_qp(struct siwarp_qp *qp, struct siwarp_qp_attr *a)
 {
-    socklen_t sl;
-
     if (!qp || !a)
         return -EINVAL;
     if (qp->ctx->hw) return swp_hw_query_qp(qp, a);
@@ -506,10 +505,17 @@ int siwarp_query_qp(struct siwarp_qp *qp, struct siwarp_qp_attr *a)
     a->srq_wqes = qp->srq_taken;
     memcpy(a->error_str, qp->error_str, sizeof(a->error_str));
     if (qp->pl.fd >= 0) {
-        sl = sizeof(a->local);
-        getsockname(qp->pl.fd, (struct sockaddr *)&a->local, &sl);
-        sl = sizeof(a->peer);
-        getpeername(qp->pl.fd, (struct sockaddr *)&a->peer, &sl);
+        if (!qp->addr_known) {
+            /* until the socket is connected it has no peer: ask again */
+            socklen_t ll = sizeof(qp->addr_local), pl = sizeof(qp->addr_peer);
+            memset(&qp->addr_local, 0, sizeof(qp->addr_local));
+            memset(&qp->addr_peer, 0, sizeof(qp->addr_peer));
+            qp->addr_known =
+                getsockname(qp->pl.fd, (struct sockaddr *)&qp->addr_local, &ll) == 0 &&
+                getpeername(qp->pl.fd, (struct sockaddr *)&qp->addr_peer, &pl) == 0;
+        }
+        memcpy(&a->local, &qp->addr_local, sizeof(a->local));
+        memcpy(&a->peer, &qp->addr_peer, sizeof(a->peer));
     } else {
         memcpy(&a->peer, &qp->cm.peer, sizeof(a->peer));
     }

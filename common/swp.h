@@ -352,6 +352,10 @@ struct siwarp_qp {
     void *user;
     enum siwarp_qp_state state;
     struct swp_pollable pl;          /* the TCP socket */
+    /* its two addresses, read once (siwarp_query_qp is polled while a
+     * connection is made: two syscalls a call were most of its cost) */
+    struct sockaddr_storage addr_local, addr_peer;
+    bool addr_known;                 /* cleared whenever pl.fd is closed */
     struct swp_cm cm;
     struct swp_nego nego;
     struct siwarp_qp_init_attr init;
