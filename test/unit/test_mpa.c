@@ -1121,6 +1121,46 @@ TEST(connect_accept_ipv6)
     siwarp_listener_destroy(l);
 }
 
+/* siwarp_query_qp keeps the socket's addresses once both are known: a query
+ * while connecting must not pin an empty peer, and the two ends must see
+ * each other (a's local address is b's peer address and back). */
+TEST(query_qp_addresses_follow_the_connection)
+{
+    struct env e;
+    struct sockaddr_in sin = { .sin_family = AF_INET };
+    struct sockaddr_storage ss;
+    struct siwarp_listener *l;
+    struct siwarp_conn_req *req;
+    struct siwarp_qp *a, *b;
+    struct siwarp_qp_attr qa, qb;
+
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    env_init(&e);
+    ASSERT_OK(siwarp_listen(e.ctx, (struct sockaddr *)&sin, sizeof(sin), NULL, &l));
+    ASSERT_OK(siwarp_listener_addr(l, &ss));
+    a = env_qp(&e);
+    b = env_qp(&e);
+    ASSERT_OK(siwarp_connect(a, (struct sockaddr *)&ss, sizeof(struct sockaddr_in), NULL));
+    ASSERT_OK(siwarp_query_qp(a, &qa));         /* early: the peer may not be known yet */
+    ASSERT_OK(siwarp_get_conn_request_wait(l, 2000, &req));
+    ASSERT_OK(siwarp_accept(req, b, NULL));
+    ASSERT_OK(siwarp_connect_wait(a, 2000));
+    ASSERT_OK(siwarp_query_qp(a, &qa));
+    ASSERT_OK(siwarp_query_qp(b, &qb));
+    for (int round = 0; round < 2; round++) {   /* the second round reads the kept copy */
+        const struct sockaddr_in *al = (const void *)&qa.local, *ap = (const void *)&qa.peer;
+        const struct sockaddr_in *bl = (const void *)&qb.local, *bp = (const void *)&qb.peer;
+        ASSERT_EQ(ap->sin_family, AF_INET);
+        ASSERT_EQ(ap->sin_port, ((const struct sockaddr_in *)&ss)->sin_port);
+        ASSERT_EQ(al->sin_port, bp->sin_port);
+        ASSERT_EQ(bl->sin_port, ap->sin_port);
+        ASSERT(al->sin_port != 0);
+        ASSERT_OK(siwarp_query_qp(a, &qa));
+        ASSERT_OK(siwarp_query_qp(b, &qb));
+    }
+    siwarp_listener_destroy(l);
+}
+
 TEST(connect_siw_style_p2p_write_rtr)
 {
     struct env e;
