@@ -73,11 +73,84 @@ void swp_qp_link(struct siwarp_qp *qp)
     swp_unlock(qp->ctx);
 }
 
+/* Offsets of a QP's rings in its one block of memory (swp_qp_alloc). */
+struct swp_qp_layout {
+    size_t sq, sq_sge, rq, rq_sge, orq, irq, tx, total;
+    uint32_t sq_n, rq_n;
+};
+
+#define SWP_QP_ORQ_IRQ 128      /* the largest IRD/ORD we negotiate (RFC 6581 5) */
+
+static size_t swp_qp_take(size_t *at, size_t bytes)
+{
+    size_t off = (*at + 63) & ~(size_t)63;      /* each ring on its own cache lines */
+
+    *at = off + bytes;
+    return off;
+}
+
+static void swp_qp_plan(const struct siwarp_qp_init_attr *attr, struct swp_qp_layout *l)
+{
+    uint32_t sge = attr->max_sge ? attr->max_sge : 1;
+    size_t at = sizeof(struct siwarp_qp);
+
+    l->sq_n = swp_pow2(attr->max_send_wr);
+    /* a QP on an SRQ keeps an empty one-slot RQ: post_recv refuses it */
+    l->rq_n = attr->srq ? 1 : swp_pow2(attr->max_recv_wr ? attr->max_recv_wr : 1);
+    /* Order matters: every ring is used from its first slot on, and each
+     * ring's first page is a page fault when the connection starts.  The
+     * small rings go right behind the QP, on the pages it already touches;
+     * the Read queues, unused by most connections, go last. */
+    l->orq = swp_qp_take(&at, SWP_QP_ORQ_IRQ * sizeof(uint32_t));
+    l->rq = swp_qp_take(&at, l->rq_n * sizeof(struct swp_rwqe));
+    l->rq_sge = swp_qp_take(&at, (size_t)l->rq_n * sge * sizeof(struct siwarp_sge));
+    l->sq_sge = swp_qp_take(&at, (size_t)l->sq_n * sge * sizeof(struct siwarp_sge));
+    l->sq = swp_qp_take(&at, l->sq_n * sizeof(struct swp_swqe));
+    l->tx = swp_qp_take(&at, SWP_TX_IOV * sizeof(struct iovec) + SWP_TX_HDRS);
+    l->irq = swp_qp_take(&at, SWP_QP_ORQ_IRQ * sizeof(struct swp_irqe));
+    l->total = at;
+}
+
+/* The QP and all its rings in one block.
+ *
+ * Page faults are dear here: 10-14 us each on this kind of virtual
+ * machine.  8 ranks connecting all to all on 2 cores spent a quarter of
+ * their CPU time before the first message faulting in QP memory, much of
+ * it zeroed rings and separately allocated ones, each starting on a page
+ * of its own.  Only the QP itself is zeroed: every ring entry is written
+ * when it is posted or received, and nothing reads a slot outside
+ * [head, tail). */
+static struct siwarp_qp *swp_qp_alloc(const struct siwarp_qp_init_attr *attr)
+{
+    struct swp_qp_layout l;
+    struct siwarp_qp *qp;
+    uint8_t *b;
+
+    swp_qp_plan(attr, &l);
+    b = malloc(l.total);
+    if (!b)
+        return NULL;
+    qp = (struct siwarp_qp *)b;
+    memset(qp, 0, sizeof(*qp));
+    qp->orq = (uint32_t *)(b + l.orq);
+    qp->orqr.mask = SWP_QP_ORQ_IRQ - 1;
+    qp->rq = (struct swp_rwqe *)(b + l.rq);
+    qp->rqr.mask = l.rq_n - 1;
+    qp->rq_sge = (struct siwarp_sge *)(b + l.rq_sge);
+    qp->sq_sge = (struct siwarp_sge *)(b + l.sq_sge);
+    qp->sq = (struct swp_swqe *)(b + l.sq);
+    qp->sqr.mask = l.sq_n - 1;
+    qp->tx.iov = (struct iovec *)(b + l.tx);
+    qp->tx.hdrs = (uint8_t *)(qp->tx.iov + SWP_TX_IOV);
+    qp->irq = (struct swp_irqe *)(b + l.irq);
+    qp->irqr.mask = SWP_QP_ORQ_IRQ - 1;
+    return qp;
+}
+
 int siwarp_create_qp(struct siwarp_pd *pd, const struct siwarp_qp_init_attr *attr,
                      struct siwarp_qp **out)
 {
     struct siwarp_qp *qp;
-    uint32_t n;
     int rc = -ENOMEM;
 
     if (!pd || !attr || !out || !attr->send_cq || !attr->recv_cq)
@@ -91,7 +164,7 @@ int siwarp_create_qp(struct siwarp_pd *pd, const struct siwarp_qp_init_attr *att
     if (attr->max_send_wr == 0 || attr->max_send_wr > (1u << 20) ||
         attr->max_recv_wr > (1u << 20) || attr->max_sge > SWP_MAX_SGE)
         return -EINVAL;
-    qp = calloc(1, sizeof(*qp));
+    qp = swp_qp_alloc(attr);
     if (!qp)
         return -ENOMEM;
     qp->ctx = pd->ctx;
@@ -106,37 +179,8 @@ int siwarp_create_qp(struct siwarp_pd *pd, const struct siwarp_qp_init_attr *att
     swp_list_init(&qp->link);
     swp_list_init(&qp->tx_held_link);
     qp->tx_epoch = UINT64_MAX;      /* the first post goes out at once */
-
-    n = swp_pow2(attr->max_send_wr);
-    /* not zeroed: a WQE is written whole when posted, and nothing reads a
-     * slot outside [head, tail).  calloc would clear memory that free()
-     * handed back, touching every page of a ring a connection may never
-     * fill (page faults are dear on a virtual machine) */
-    qp->sq = malloc(n * sizeof(*qp->sq));
-    qp->sqr.mask = n - 1;
-    /* a QP on an SRQ keeps an empty one-slot RQ: post_recv refuses it */
-    n = attr->srq ? 1 : swp_pow2(attr->max_recv_wr ? attr->max_recv_wr : 1);
-    qp->rq = calloc(n, sizeof(*qp->rq));
-    qp->rqr.mask = n - 1;
-    /* ORQ / IRQ sized for the largest IRD/ORD we negotiate (RFC 6581 5) */
-    n = 128;
-    qp->orq = calloc(n, sizeof(*qp->orq));
-    qp->orqr.mask = n - 1;
-    qp->irq = calloc(n, sizeof(*qp->irq));
-    qp->irqr.mask = n - 1;
-    qp->tx.iov = malloc(SWP_TX_IOV * sizeof(*qp->tx.iov) + SWP_TX_HDRS);
-    if (!qp->sq || !qp->rq || !qp->orq || !qp->irq || !qp->tx.iov)
-        goto err;
-    qp->tx.hdrs = (uint8_t *)(qp->tx.iov + SWP_TX_IOV);
-    qp->sq_sge = malloc((size_t)(qp->sqr.mask + 1) * qp->init.max_sge * sizeof(*qp->sq_sge));
-    qp->rq_sge = calloc((size_t)(qp->rqr.mask + 1) * qp->init.max_sge, sizeof(*qp->rq_sge));
-    if (!qp->sq_sge || !qp->rq_sge)
-        goto err;
-    /* A WQE gets its slice of sq_sge / rq_sge when it is posted (verbs.c):
-     * setting all of them here would touch every page of the rings, and a
-     * page fault costs microseconds on a virtual machine.  A 512-deep SQ is
-     * 12 pages; 8 ranks connecting all to all on 2 cores spent a third of
-     * their time to first message faulting them in. */
+    /* A WQE gets its slice of sq_sge / rq_sge when it is posted (verbs.c),
+     * not here: that would walk every slot of both rings. */
     rc = swp_rx_init(qp);
     if (rc < 0)
         goto err;
@@ -149,13 +193,6 @@ int siwarp_create_qp(struct siwarp_pd *pd, const struct siwarp_qp_init_attr *att
     *out = qp;
     return 0;
 err:
-    free(qp->tx.iov);
-    free(qp->sq_sge);
-    free(qp->rq_sge);
-    free(qp->sq);
-    free(qp->rq);
-    free(qp->orq);
-    free(qp->irq);
     free(qp);
     return rc;
 }
@@ -198,14 +235,7 @@ int siwarp_destroy_qp(struct siwarp_qp *qp)
     for (uint32_t i = qp->sqr.head; i != qp->sqr.tail; i++)
         free(qp->sq[i & qp->sqr.mask].inline_buf);
     free(qp->tx.tail);
-    free(qp->tx.iov);
-    free(qp->sq_sge);
-    free(qp->rq_sge);
-    free(qp->sq);
-    free(qp->rq);
-    free(qp->orq);
-    free(qp->irq);
-    free(qp);
+    free(qp);               /* the rings live in the same block (swp_qp_alloc) */
     return 0;
 }
 

@@ -223,8 +223,8 @@ struct swp_nego {
 #define SWP_TX_BATCH (4u << 20)      /* bytes gathered per sendmsg at most */
 
 struct swp_tx {
-    /* iov and hdrs: one allocation of their own (swp_tx_alloc), not zeroed:
-     * 24 KiB a QP that a connection touches only as far as it queues */
+    /* iov and hdrs: 24 KiB in the QP's block (qp.c swp_qp_alloc), not
+     * zeroed: written before they are read */
     struct iovec *iov;               /* SWP_TX_IOV: pending bytes, in stream order */
     uint32_t niov, iov_done;         /* iov[iov_done..niov) still to write */
     uint64_t pending;                /* bytes still in iov[] */
