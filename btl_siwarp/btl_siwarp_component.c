@@ -411,40 +411,76 @@ static mca_btl_base_module_t **siwarp_component_init(int *num_btls, bool progres
 
 /* ---- progress ------------------------------------------------------------------- */
 
-int mca_btl_siwarp_progress_module(mca_btl_siwarp_module_t *m)
+/* Incoming connections: iWARP requests that the CQ poll just read off
+ * the listeners' sockets, and the plain-TCP fallback listeners. */
+static int progress_listeners(mca_btl_siwarp_module_t *m, int look_tcp)
 {
-    struct siwarp_wc wc[16];
-    int count = 0, n;
+    int count = 0;
 
-    OPAL_THREAD_LOCK(&m->lock);
-    /* Listeners are looked at every 128th call: each look costs a progress
-     * pass and a poll() whose answer is almost always "nothing" (about a
-     * microsecond here), and ob1 calls this in a tight loop while it waits
-     * for a message: a look that lands between a message and its reply
-     * delays the reply.  A connection waits at most 128 polls -- unless
-     * the node is oversubscribed: then opal_progress yields the core after
-     * every call that found nothing, a call can last a scheduler time
-     * slice, and 128 of them kept peers' connections waiting for hundreds
-     * of milliseconds (8 ranks on 2 cores across veth: time to first
-     * message 1.3x btl tcp's).  Look every call then; a look costs little
-     * next to a yield. */
-    int look = 0 == (m->polls++ & 127) || opal_progress_yield_when_idle;
-    for (int i = 0; look && i < m->num_listen; i++) {
+    for (int i = 0; i < m->num_listen; i++) {
         struct siwarp_conn_req *req;
         if (m->listen[i].listener) {
-            while (0 == siwarp_get_conn_request(m->listen[i].listener, &req)) {
+            while (0 == siwarp_take_conn_request(m->listen[i].listener, &req)) {
                 mca_btl_siwarp_ep_handle_conn_req(m, req);
                 count++;
             }
         }
-        if (m->listen[i].tcp_fd >= 0) {
+        if (look_tcp && m->listen[i].tcp_fd >= 0) {
             /* accept4() allocates a socket even when it then says EAGAIN
              * (Linux): ask poll() first, which costs a tenth of that */
             struct pollfd pf = { .fd = m->listen[i].tcp_fd, .events = POLLIN };
             if (poll(&pf, 1, 0) > 0) {
                 mca_btl_siwarp_tcp_accept(m, m->listen[i].tcp_fd);
+                count++;
             }
         }
+    }
+    return count;
+}
+
+int mca_btl_siwarp_progress_module(mca_btl_siwarp_module_t *m)
+{
+    struct siwarp_wc wc[16];
+    int count = 0, n, look, look_tcp;
+
+    OPAL_THREAD_LOCK(&m->lock);
+    /* The CQ poll makes the one pass over the sockets that this call
+     * makes: it also reads connection requests off the iWARP listeners,
+     * which progress_listeners then takes without a second pass. */
+    if (m->cq) {
+        while ((n = siwarp_poll_cq(m->cq, 16, wc)) > 0) {
+            for (int i = 0; i < n; i++) {
+                count += mca_btl_siwarp_ep_handle_wc(m, &wc[i]);
+            }
+            if (n < 16) {
+                break;
+            }
+        }
+    }
+    /* Listeners are looked at every 128th call: each look costs a poll()
+     * whose answer is almost always "nothing" (about a microsecond here),
+     * and ob1 calls this in a tight loop while it waits for a message: a
+     * look that lands between a message and its reply delays the reply.
+     * A connection waits at most 128 polls -- unless the node is
+     * oversubscribed: then opal_progress yields the core after every call
+     * that found nothing, a call can last a scheduler time slice, and 128
+     * of them kept peers' connections waiting for hundreds of milliseconds
+     * (8 ranks on 2 cores across veth: time to first message 1.3x btl
+     * tcp's).  Look every call then for iWARP requests, which costs
+     * nothing now, and every millisecond for plain TCP: a poll() every
+     * call was 1,000 of the 4,700 syscalls 8 ranks made on the way to
+     * their first message, and only a peer that cannot speak MPA uses
+     * that listener. */
+    look = 0 == (m->polls++ & 127);
+    look_tcp = look;
+    if (opal_progress_yield_when_idle) {
+        uint64_t now = mca_btl_siwarp_now_coarse_ms();
+        look = 1;
+        look_tcp = look_tcp || now != m->tcp_looked_ms;
+        m->tcp_looked_ms = now;
+    }
+    if (look) {
+        count += progress_listeners(m, look_tcp);
     }
     {
         opal_list_item_t *it = opal_list_get_first(&m->active);
@@ -463,16 +499,6 @@ int mca_btl_siwarp_progress_module(mca_btl_siwarp_module_t *m)
                 e->on_active = 0;
             }
             it = nx;
-        }
-    }
-    if (m->cq) {
-        while ((n = siwarp_poll_cq(m->cq, 16, wc)) > 0) {
-            for (int i = 0; i < n; i++) {
-                count += mca_btl_siwarp_ep_handle_wc(m, &wc[i]);
-            }
-            if (n < 16) {
-                break;
-            }
         }
     }
     OPAL_THREAD_UNLOCK(&m->lock);

@@ -703,6 +703,13 @@ uint64_t mca_btl_siwarp_now_ms(void)
     return (uint64_t) ts.tv_sec * 1000u + (uint64_t) ts.tv_nsec / 1000000u;
 }
 
+uint64_t mca_btl_siwarp_now_coarse_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t) ts.tv_sec * 1000u + (uint64_t) ts.tv_nsec / 1000000u;
+}
+
 void mca_btl_siwarp_ep_await_incoming(mca_btl_siwarp_endpoint_t *ep)
 {
     ep->await_incoming = 1;

@@ -350,6 +350,17 @@ int siwarp_get_conn_request(struct siwarp_listener *l, struct siwarp_conn_req **
     return *req ? 0 : -EAGAIN;
 }
 
+int siwarp_take_conn_request(struct siwarp_listener *l, struct siwarp_conn_req **req)
+{
+    if (!l || !req)
+        return -EINVAL;
+    if (swp_hw_owns(l)) return swp_hw_get_conn_request(l, req);
+    swp_lock(l->ctx);
+    *req = listener_pop(l);
+    swp_unlock(l->ctx);
+    return *req ? 0 : -EAGAIN;
+}
+
 struct listener_wait {
     struct siwarp_listener *l;
     struct siwarp_conn_req *req;

@@ -375,6 +375,10 @@ int  siwarp_listener_destroy(struct siwarp_listener *l);
 int  siwarp_listener_addr(const struct siwarp_listener *l, struct sockaddr_storage *ss);
 /* Returns 0 and a request, or -EAGAIN.  Non-blocking; progresses the ctx. */
 int  siwarp_get_conn_request(struct siwarp_listener *l, struct siwarp_conn_req **req);
+/* The same without progressing the ctx: a request that an earlier
+ * siwarp_progress, siwarp_poll_cq, ... has read, or -EAGAIN.  For a caller
+ * that progresses anyway: one pass over the sockets instead of two. */
+int  siwarp_take_conn_request(struct siwarp_listener *l, struct siwarp_conn_req **req);
 /* Block up to timeout_ms for a request. */
 int  siwarp_get_conn_request_wait(struct siwarp_listener *l, int timeout_ms,
                                   struct siwarp_conn_req **req);

@@ -1161,6 +1161,52 @@ TEST(query_qp_addresses_follow_the_connection)
     siwarp_listener_destroy(l);
 }
 
+/* siwarp_take_conn_request never reads a socket: the request appears only
+ * after something progressed the context */
+TEST(take_conn_request_only_after_progress)
+{
+    struct env ini, rsp;        /* two contexts: progressing one leaves the other alone */
+    struct sockaddr_in sin = { .sin_family = AF_INET };
+    struct sockaddr_storage ss;
+    struct siwarp_listener *l;
+    struct siwarp_conn_req *req = NULL, *again;
+    struct siwarp_qp *a, *b;
+    struct siwarp_wc wc;
+    int i;
+
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    env_init(&ini);
+    env_init(&rsp);
+    ASSERT_OK(siwarp_listen(rsp.ctx, (struct sockaddr *)&sin, sizeof(sin), NULL, &l));
+    ASSERT_OK(siwarp_listener_addr(l, &ss));
+    a = env_qp(&ini);
+    b = env_qp(&rsp);
+    ASSERT_OK(siwarp_connect(a, (struct sockaddr *)&ss, sizeof(struct sockaddr_in), NULL));
+    /* the Request leaves on the initiator's progress; the kernel queues the
+     * connection and its bytes at the listener */
+    for (i = 0; i < 20; i++) {
+        siwarp_progress(ini.ctx);
+        usleep(1000);
+    }
+    /* waiting in the kernel, read by nobody: a take never finds it */
+    for (i = 0; i < 3; i++)
+        ASSERT_EQ(siwarp_take_conn_request(l, &req), -EAGAIN);
+    /* a poll of the responder's CQ reads its listener's sockets on the way */
+    for (i = 0; i < 200 && siwarp_take_conn_request(l, &req) == -EAGAIN; i++) {
+        ASSERT(siwarp_poll_cq(rsp.cq, 1, &wc) >= 0);
+        siwarp_progress(ini.ctx);
+        usleep(1000);
+    }
+    ASSERT(req != NULL);
+    ASSERT_EQ(siwarp_take_conn_request(l, &again), -EAGAIN);    /* taken once */
+    ASSERT_EQ(siwarp_take_conn_request(NULL, &again), -EINVAL);
+    ASSERT_OK(siwarp_accept(req, b, NULL));
+    for (i = 0; i < 2000 && siwarp_connect_wait(a, 1) != 0; i++)
+        siwarp_progress(rsp.ctx);
+    ASSERT_OK(siwarp_connect_wait(a, 1));
+    siwarp_listener_destroy(l);
+}
+
 TEST(connect_siw_style_p2p_write_rtr)
 {
     struct env e;
