@@ -367,6 +367,7 @@ static void qp_abandon(mca_btl_siwarp_endpoint_t *ep)
 {
     mca_btl_siwarp_grave_t *g;
     struct siwarp_qp_attr attr;
+    int unused;
 
     if (NULL == ep->qp) {
         return;
@@ -380,13 +381,27 @@ static void qp_abandon(mca_btl_siwarp_endpoint_t *ep)
      * never took one, no completion of it is pending either: its grant is
      * free again.  (Checked after the close: a progress thread may have
      * brought it to RTS meanwhile.) */
-    if (NULL != ep->module->srq && ep->rq_grant > 0 && 0 == siwarp_query_qp(ep->qp, &attr) &&
-        SIWARP_QPS_RTS != attr.state && SIWARP_QPS_CLOSING != attr.state &&
-        0 == attr.srq_wqes) {
+    unused = NULL != ep->module->srq && 0 == ep->num_recv_frags &&
+             0 == siwarp_query_qp(ep->qp, &attr) && SIWARP_QPS_RTS != attr.state &&
+             SIWARP_QPS_CLOSING != attr.state && 0 == attr.srq_wqes;
+    if (unused && ep->rq_grant > 0) {
         mca_btl_siwarp_srq_release(ep->module, ep->rq_grant);
     }
     ep->rq_grant = 0;
     siwarp_qp_set_context(ep->qp, NULL);
+    if (unused) {
+        /* Nothing of ours is posted on it and nothing completed on it:
+         * destroy it now (its completions, if any, go with it).  The QP
+         * that replaces it -- a lost simultaneous connect accepts the
+         * peer's at once -- then reuses its memory instead of faulting in
+         * fresh pages; all-to-all start-up abandons one QP in three. */
+        siwarp_destroy_qp(ep->qp);
+        free(ep->recv_frags);
+        ep->qp = NULL;
+        ep->qp_accepted = 0;
+        ep->recv_frags = NULL;
+        return;
+    }
     g = OBJ_NEW(mca_btl_siwarp_grave_t);
     g->qp = ep->qp;
     g->frags = ep->recv_frags;
