@@ -351,8 +351,12 @@ static bool tx_rtr(struct siwarp_qp *qp)
             return false;
         qp->orq[qp->orqr.tail++ & qp->orqr.mask] = SWP_ORQ_RTR;
         /* the response proves the peer reads FPDUs: nothing else goes out
-         * before it (RFC 6581 6 lets the initiator wait) */
-        qp->rtr_wait_resp = true;
+         * before it (RFC 6581 6 lets the initiator wait) -- unless the peer
+         * is siwarp, which reads every FPDU as it arrives.  Only the
+         * responder must wait for the RTR; holding the initiator's first
+         * message for the response cost it a round trip, which on an
+         * oversubscribed node is a wait for the peer to be scheduled. */
+        qp->rtr_wait_resp = !qp->nego.peer_is_siwarp;
         return true;
     }
     if (qp->nego.rtr == SIWARP_RTR_WRITE)

@@ -39,6 +39,7 @@ struct peer {
 };
 
 static void peer_setup_p2p(struct peer *p, bool crc, bool markers, int rtr);
+static void peer_setup_nego(struct peer *p, bool crc, bool markers, int rtr, bool siwarp);
 
 static void peer_setup(struct peer *p, bool crc, bool markers)
 {
@@ -46,6 +47,12 @@ static void peer_setup(struct peer *p, bool crc, bool markers)
 }
 
 static void peer_setup_p2p(struct peer *p, bool crc, bool markers, int rtr)
+{
+    peer_setup_nego(p, crc, markers, rtr, false);
+}
+
+/* siwarp: the raw peer passes for siwarp (as its Reply's reserved bit would) */
+static void peer_setup_nego(struct peer *p, bool crc, bool markers, int rtr, bool siwarp)
 {
     struct siwarp_qp_init_attr a = { 0 };
     struct swp_nego n;
@@ -76,6 +83,7 @@ static void peer_setup_p2p(struct peer *p, bool crc, bool markers, int rtr)
     if (rtr)
         n.ird = n.ord = 1;          /* as rping: the RTR takes the only Read slot */
     n.initiator = true;          /* the raw peer plays the responder */
+    n.peer_is_siwarp = siwarp;
     ASSERT_OK(swp_qp_attach_fd(p->qp, sv[0], &n));
     p->map = mmap(NULL, REGION + 2 * CANARY, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     ASSERT(p->map != MAP_FAILED);
@@ -936,6 +944,38 @@ TEST(p2p_read_rtr_hold_and_retry)
     struct siwarp_qp_attr at;
     siwarp_query_qp(p.qp, &at);
     ASSERT_EQ(at.state, SIWARP_QPS_RTS);
+}
+
+/* Toward a siwarp responder the initiator does not wait for the Read RTR's
+ * answer: siwarp reads every FPDU as it arrives, and only the responder
+ * must wait for the RTR (RFC 6581 6).  The Send follows the RTR at once,
+ * and no nudge follows. */
+TEST(p2p_read_rtr_no_hold_toward_siwarp)
+{
+    struct peer p;
+    unsigned ops[16];
+    uint8_t msg[8] = "payload";
+    peer_setup_nego(&p, true, false, SIWARP_RTR_READ, true);
+    struct siwarp_mr *m;
+    ASSERT_OK(siwarp_reg_mr(p.pd, msg, sizeof(msg), 0, &m));
+    struct siwarp_sge sg = { msg, sizeof(msg), siwarp_mr_stag(m) };
+    struct siwarp_send_wr w = { .wr_id = 1, .sg_list = &sg, .num_sge = 1, .opcode = SIWARP_WR_SEND };
+    ASSERT_OK(siwarp_post_send(p.qp, &w, NULL));
+    ASSERT_EQ(raw_read_fpdus(&p, 50, ops, 16), 2);
+    ASSERT_EQ(ops[0], SWP_OP_READ_REQ);    /* the RTR */
+    ASSERT_EQ(ops[1], SWP_OP_SEND);        /* not held for its answer */
+    for (int i = 0; i < 15; i++)
+        siwarp_wait(p.ctx, 10);
+    ASSERT_EQ(raw_read_fpdus(&p, 1, ops, 16), 0);    /* no nudge toward siwarp */
+    /* the late answer is taken as the RTR's: the QP stays up */
+    uint8_t u[SWP_HDR_TAGGED];
+    raw_fpdu(&p, u, tagged(u, SWP_OP_READ_RESP, true, 0, 0), false);
+    for (int i = 0; i < 5; i++)
+        siwarp_wait(p.ctx, 5);
+    struct siwarp_qp_attr at;
+    siwarp_query_qp(p.qp, &at);
+    ASSERT_EQ(at.state, SIWARP_QPS_RTS);
+    ASSERT_EQ(swp_ring_count(&p.qp->orqr), 0);
 }
 
 /* P2P with the Write RTR: no answer exists, so until the peer has sent a
