@@ -455,7 +455,7 @@ int swp_cm_connect(struct siwarp_qp *qp, const struct sockaddr *addr, socklen_t 
 
 int swp_cm_start_reply(struct siwarp_qp *qp, int fd, const struct sockaddr *peer,
                        socklen_t peer_len, const uint8_t *rep, uint32_t rep_len,
-                       int timeout_ms)
+                       int timeout_ms, int llp_timeout_ms, int llp_preset_ms)
 {
     struct swp_cm *cm = &qp->cm;
     struct swp_nego nego = qp->nego;    /* filled by the caller */
@@ -464,6 +464,8 @@ int swp_cm_start_reply(struct siwarp_qp *qp, int fd, const struct sockaddr *peer
     memset(cm, 0, sizeof(*cm));
     qp->nego = nego;
     cm->param.timeout_ms = timeout_ms > 0 ? timeout_ms : SWP_MPA_DEFAULT_TIMEOUT_MS;
+    cm->param.llp_timeout_ms = llp_timeout_ms;      /* the accept's, not a default */
+    qp->llp_preset_ms = llp_preset_ms;
     if (peer_len > sizeof(cm->peer))
         peer_len = sizeof(cm->peer);
     memcpy(&cm->peer, peer, peer_len);

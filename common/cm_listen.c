@@ -38,6 +38,9 @@ struct siwarp_listener {
     struct swp_list ready;                /* complete, not yet taken */
     uint32_t npending;
     uint64_t dropped;                     /* bad or silent peers */
+    /* set on the listening socket, so every accepted one has them */
+    char tcp_cc[SWP_TCP_CC_MAX];          /* the ctx's list when it was set */
+    int llp_ms;                           /* swp_sock_set_llp_timeout's answer */
 };
 
 enum swp_req_state { SWP_REQ_READING, SWP_REQ_READY, SWP_REQ_TAKEN };
@@ -50,6 +53,7 @@ struct siwarp_conn_req {
     struct swp_pollable pl;
     struct swp_timer timer;
     struct siwarp_conn_param lparam;      /* the listener's parameters */
+    int llp_ms;                           /* the LLP timeout the socket inherited */
     uint8_t lpd[SWP_MPA_MAX_PD];
     struct sockaddr_storage peer;
     socklen_t peer_len;
@@ -180,7 +184,6 @@ static void listener_io(struct swp_pollable *p, uint32_t events)
         struct sockaddr_storage ss;
         socklen_t sl = sizeof(ss);
         struct siwarp_conn_req *r;
-        int one = 1;
         int fd = accept4(l->pl.fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
         if (fd < 0) {
@@ -198,12 +201,15 @@ static void listener_io(struct swp_pollable *p, uint32_t events)
             close(fd);
             continue;
         }
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        swp_tcp_cc_apply(l->ctx, fd);
+        /* TCP_NODELAY, keepalive and the congestion control come from
+         * the listening socket; only a list changed since is set here */
+        if (strcmp(l->tcp_cc, l->ctx->tcp_cc) != 0)
+            swp_tcp_cc_apply(l->ctx, fd);
         r->ctx = l->ctx;
         r->l = l;
         r->state = SWP_REQ_READING;
         r->lparam = l->param;
+        r->llp_ms = l->llp_ms;
         memcpy(r->lpd, l->pd, l->param.private_data_len);
         r->lparam.private_data = r->lpd;
         memcpy(&r->peer, &ss, sl);
@@ -260,6 +266,15 @@ int siwarp_listen(struct siwarp_ctx *ctx, const struct sockaddr *addr, socklen_t
         goto err_free;
     }
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    /* Linux copies these to every socket accept() returns: set once here,
+     * not on each connection (2 syscalls for every one accepted, 5 more
+     * for each that becomes a QP) */
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    swp_lock(ctx);
+    swp_tcp_cc_apply(ctx, fd);
+    memcpy(l->tcp_cc, ctx->tcp_cc, sizeof(l->tcp_cc));
+    swp_unlock(ctx);
+    l->llp_ms = swp_sock_set_llp_timeout(fd, l->param.llp_timeout_ms);
     if (bind(fd, addr, len) < 0 || listen(fd, SWP_LISTEN_BACKLOG) < 0) {
         rc = -errno;
         goto err_close;
@@ -463,7 +478,8 @@ int siwarp_accept(struct siwarp_conn_req *r, struct siwarp_qp *qp,
     }
     r->pl.fd = -1;      /* the socket moves to the QP */
     rc = swp_cm_start_reply(qp, fd, (const struct sockaddr *)&r->peer, r->peer_len,
-                            rep, (uint32_t)n, ours.timeout_ms);
+                            rep, (uint32_t)n, ours.timeout_ms, ours.llp_timeout_ms,
+                            r->llp_ms);
     req_free(r);
     swp_unlock(ctx);
     return rc;

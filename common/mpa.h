@@ -111,10 +111,11 @@ struct sockaddr_storage;
 const char *swp_cm_addr_str(const struct sockaddr *sa, char *buf, size_t len);
 /* Responder: take over the accepted socket `fd` for `qp` (IDLE, nego
  * already filled), send the Reply frame `rep` and go to RTS once it has
- * left.  On failure the QP goes to ERROR; fd is always consumed. */
+ * left.  On failure the QP goes to ERROR; fd is always consumed.
+ * llp_preset_ms: the LLP timeout fd already has from its listener. */
 int swp_cm_start_reply(struct siwarp_qp *qp, int fd, const struct sockaddr *peer,
                        socklen_t peer_len, const uint8_t *rep, uint32_t rep_len,
-                       int timeout_ms);
+                       int timeout_ms, int llp_timeout_ms, int llp_preset_ms);
 /* TCP_MAXSEG of a connected socket, or a default. */
 uint32_t swp_cm_mss(int fd);
 

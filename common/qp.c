@@ -417,22 +417,41 @@ void swp_qp_llp_closed(struct siwarp_qp *qp, int err, bool clean)
  * hang the QP: TCP_USER_TIMEOUT bounds how long sent data may stay
  * unacknowledged, keepalive probes an idle connection.  Both end in a TCP
  * error, which flushes the QP with SIWARP_WC_LLP_ERR. */
-static void swp_qp_set_llp_timeout(struct siwarp_qp *qp)
+int swp_sock_set_llp_timeout(int fd, int ms)
 {
-    int ms = qp->cm.param.llp_timeout_ms ? qp->cm.param.llp_timeout_ms : 30000;
-    int one = 1, idle, intvl, cnt = 3;
+    int one = 1, zero = 0, idle, intvl, cnt = 3;
     unsigned int uto;
 
-    if (ms < 0)
-        return;
+    if (ms == 0)
+        ms = 30000;
+    if (ms < 0) {
+        setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &zero, sizeof(zero));
+        setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &zero, sizeof(zero));
+        return -1;
+    }
     idle = ms / 2000 > 0 ? ms / 2000 : 1;          /* half the budget idle */
     intvl = (ms / 1000 - idle) / cnt > 0 ? (ms / 1000 - idle) / cnt : 1;
     uto = (unsigned int)ms;
-    setsockopt(qp->pl.fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-    setsockopt(qp->pl.fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
-    setsockopt(qp->pl.fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
-    setsockopt(qp->pl.fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
-    setsockopt(qp->pl.fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &uto, sizeof(uto));
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &uto, sizeof(uto));
+    return ms;
+}
+
+/* An accepted socket comes with its listener's options (Linux copies them
+ * to the child): five syscalls a connection saved when they already say
+ * what this QP wants. */
+static void swp_qp_set_llp_timeout(struct siwarp_qp *qp)
+{
+    int ms = qp->cm.param.llp_timeout_ms ? qp->cm.param.llp_timeout_ms : 30000;
+
+    if (ms < 0)
+        ms = -1;
+    if (ms == qp->llp_preset_ms || (ms < 0 && qp->llp_preset_ms == 0))
+        return;
+    swp_sock_set_llp_timeout(qp->pl.fd, ms);
 }
 
 int swp_qp_established(struct siwarp_qp *qp)

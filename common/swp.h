@@ -66,6 +66,7 @@ typedef void (*swp_poll_fn)(struct swp_pollable *p, uint32_t events);
 struct swp_pollable {
     int fd;
     uint32_t events;      /* EPOLLIN / EPOLLOUT currently armed */
+    bool added;           /* fd is in the epoll set */
     swp_poll_fn fn;
 };
 
@@ -87,6 +88,9 @@ void swp_timer_arm(struct siwarp_ctx *ctx, struct swp_timer *t, uint64_t after_m
 void swp_timer_cancel(struct swp_timer *t);
 /* wake up pollers of the ctx fd (a completion was queued outside progress) */
 void swp_ctx_kick(struct siwarp_ctx *ctx);
+/* qp.c: keepalive and TCP_USER_TIMEOUT on a socket for an LLP timeout of
+ * ms (0: the default, < 0: none); returns the timeout it stands for */
+int swp_sock_set_llp_timeout(int fd, int ms);
 int  swp_progress_locked(struct siwarp_ctx *ctx, int timeout_ms);
 /* Progress (lock held) until done(arg) or timeout_ms (-1: no limit):
  * 0, -ETIMEDOUT, or a progress error. */
@@ -356,6 +360,8 @@ struct siwarp_qp {
      * connection is made: two syscalls a call were most of its cost) */
     struct sockaddr_storage addr_local, addr_peer;
     bool addr_known;                 /* cleared whenever pl.fd is closed */
+    int llp_preset_ms;               /* LLP timeout the socket has already (inherited
+                                      * from its listener), 0: none */
     struct swp_cm cm;
     struct swp_nego nego;
     struct siwarp_qp_init_attr init;
@@ -524,6 +530,7 @@ struct siwarp_ctx {
     void *hw;                            /* verbs backend (swp_hw_*), or NULL */
     int epfd;
     int kickfd;                          /* eventfd in epfd */
+    bool kicked;                         /* kickfd written and not drained yet */
     struct swp_pollable kick;
     struct swp_list qps;
     struct swp_list timers;

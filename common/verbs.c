@@ -14,10 +14,12 @@
 
 static void swp_kick_drain(struct swp_pollable *p, uint32_t events)
 {
+    struct siwarp_ctx *ctx = swp_container_of(p, struct siwarp_ctx, kick);
     uint64_t v;
     ssize_t rc = read(p->fd, &v, sizeof(v));
     (void)rc;
     (void)events;
+    ctx->kicked = false;
 }
 
 int siwarp_ctx_create(struct siwarp_ctx **out)

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -1159,6 +1160,74 @@ TEST(query_qp_addresses_follow_the_connection)
         ASSERT_OK(siwarp_query_qp(b, &qb));
     }
     siwarp_listener_destroy(l);
+}
+
+static int sockopt_int(int fd, int level, int name)
+{
+    int v = -12345;
+    socklen_t l = sizeof(v);
+
+    ASSERT_OK(getsockopt(fd, level, name, &v, &l));
+    return v;
+}
+
+/* Accept with llp_ms as the LLP timeout (SIWARP_CONN_PARAM: 0 default,
+ * < 0 none) from a listener set up with listen_llp_ms; returns the
+ * accepted QP, in RTS. */
+static struct siwarp_qp *accept_with_llp(struct env *e, int listen_llp_ms, int llp_ms)
+{
+    struct sockaddr_in sin = { .sin_family = AF_INET };
+    struct sockaddr_storage ss;
+    struct siwarp_conn_param lp, ap;
+    struct siwarp_listener *l;
+    struct siwarp_conn_req *req;
+    struct siwarp_qp *a, *b;
+
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    siwarp_conn_param_default(&lp);
+    lp.rtr = SIWARP_RTR_WRITE | SIWARP_RTR_READ;
+    lp.llp_timeout_ms = listen_llp_ms;
+    ap = lp;
+    ap.llp_timeout_ms = llp_ms;
+    ASSERT_OK(siwarp_listen(e->ctx, (struct sockaddr *)&sin, sizeof(sin), &lp, &l));
+    ASSERT_OK(siwarp_listener_addr(l, &ss));
+    a = env_qp(e);
+    b = env_qp(e);
+    ASSERT_OK(siwarp_connect(a, (struct sockaddr *)&ss, sizeof(struct sockaddr_in), NULL));
+    ASSERT_OK(siwarp_get_conn_request_wait(l, 2000, &req));
+    ASSERT_OK(siwarp_accept(req, b, &ap));
+    ASSERT_OK(siwarp_connect_wait(a, 2000));
+    for (int i = 0; i < 200 && b->state != SIWARP_QPS_RTS; i++)
+        siwarp_wait(e->ctx, 5);
+    ASSERT_EQ(b->state, SIWARP_QPS_RTS);
+    siwarp_listener_destroy(l);
+    return b;
+}
+
+/* An accepted socket has what the QP needs -- TCP_NODELAY, and keepalive
+ * and TCP_USER_TIMEOUT for the accept's LLP timeout -- whether inherited
+ * from the listener or set because the accept asked for another one. */
+TEST(accepted_socket_options_follow_the_accept)
+{
+    struct env e;
+    struct siwarp_qp *b;
+
+    env_init(&e);
+    b = accept_with_llp(&e, 20000, 20000);          /* as the listener: inherited */
+    ASSERT_EQ(sockopt_int(b->pl.fd, IPPROTO_TCP, TCP_NODELAY), 1);
+    ASSERT_EQ(sockopt_int(b->pl.fd, SOL_SOCKET, SO_KEEPALIVE), 1);
+    ASSERT_EQ(sockopt_int(b->pl.fd, IPPROTO_TCP, TCP_USER_TIMEOUT), 20000);
+    ASSERT_EQ(sockopt_int(b->pl.fd, IPPROTO_TCP, TCP_KEEPIDLE), 10);
+    b = accept_with_llp(&e, 20000, 8000);           /* the accept's own */
+    ASSERT_EQ(sockopt_int(b->pl.fd, IPPROTO_TCP, TCP_NODELAY), 1);
+    ASSERT_EQ(sockopt_int(b->pl.fd, IPPROTO_TCP, TCP_USER_TIMEOUT), 8000);
+    ASSERT_EQ(sockopt_int(b->pl.fd, IPPROTO_TCP, TCP_KEEPIDLE), 4);
+    b = accept_with_llp(&e, 0, 0);                  /* both the default */
+    ASSERT_EQ(sockopt_int(b->pl.fd, IPPROTO_TCP, TCP_USER_TIMEOUT), 30000);
+    ASSERT_EQ(sockopt_int(b->pl.fd, IPPROTO_TCP, TCP_KEEPIDLE), 15);
+    b = accept_with_llp(&e, 20000, -1);             /* none */
+    ASSERT_EQ(sockopt_int(b->pl.fd, SOL_SOCKET, SO_KEEPALIVE), 0);
+    ASSERT_EQ(sockopt_int(b->pl.fd, IPPROTO_TCP, TCP_USER_TIMEOUT), 0);
 }
 
 /* siwarp_take_conn_request never reads a socket: the request appears only
