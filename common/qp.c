@@ -99,14 +99,17 @@ static void swp_qp_plan(const struct siwarp_qp_init_attr *attr, struct swp_qp_la
     l->rq_n = attr->srq ? 1 : swp_pow2(attr->max_recv_wr ? attr->max_recv_wr : 1);
     /* Order matters: every ring is used from its first slot on, and each
      * ring's first page is a page fault when the connection starts.  The
-     * small rings go right behind the QP, on the pages it already touches;
-     * the Read queues, unused by most connections, go last. */
+     * small rings and the transmit iovecs go right behind the QP, on the
+     * pages it already touches; the Read queues, unused by most
+     * connections, go last. */
     l->orq = swp_qp_take(&at, SWP_QP_ORQ_IRQ * sizeof(uint32_t));
     l->rq = swp_qp_take(&at, l->rq_n * sizeof(struct swp_rwqe));
     l->rq_sge = swp_qp_take(&at, (size_t)l->rq_n * sge * sizeof(struct siwarp_sge));
-    l->sq_sge = swp_qp_take(&at, (size_t)l->sq_n * sge * sizeof(struct siwarp_sge));
-    l->sq = swp_qp_take(&at, l->sq_n * sizeof(struct swp_swqe));
     l->tx = swp_qp_take(&at, SWP_TX_IOV * sizeof(struct iovec) + SWP_TX_HDRS);
+    l->sq = swp_qp_take(&at, l->sq_n * sizeof(struct swp_swqe));
+    /* up to SWP_SGE_INLINE SGEs live in the WQE (sq_sge stays NULL) */
+    l->sq_sge = sge > SWP_SGE_INLINE
+                ? swp_qp_take(&at, (size_t)l->sq_n * sge * sizeof(struct siwarp_sge)) : 0;
     l->irq = swp_qp_take(&at, SWP_QP_ORQ_IRQ * sizeof(struct swp_irqe));
     l->total = at;
 }
@@ -137,7 +140,7 @@ static struct siwarp_qp *swp_qp_alloc(const struct siwarp_qp_init_attr *attr)
     qp->rq = (struct swp_rwqe *)(b + l.rq);
     qp->rqr.mask = l.rq_n - 1;
     qp->rq_sge = (struct siwarp_sge *)(b + l.rq_sge);
-    qp->sq_sge = (struct siwarp_sge *)(b + l.sq_sge);
+    qp->sq_sge = l.sq_sge ? (struct siwarp_sge *)(b + l.sq_sge) : NULL;
     qp->sq = (struct swp_swqe *)(b + l.sq);
     qp->sqr.mask = l.sq_n - 1;
     qp->tx.iov = (struct iovec *)(b + l.tx);

@@ -153,6 +153,7 @@ void swp_cq_purge_qp(struct siwarp_cq *cq, const struct siwarp_qp *qp);
 /* ---- QP work queues ------------------------------------------------------- */
 
 #define SWP_MAX_SGE 16
+#define SWP_SGE_INLINE 2             /* SGEs a send WQE holds itself */
 
 struct swp_swqe {
     uint64_t wr_id;
@@ -163,7 +164,8 @@ struct swp_swqe {
     uint32_t rkey;
     uint32_t num_sge;
     uint64_t len;                    /* total bytes */
-    struct siwarp_sge *sge;          /* init.max_sge entries in qp->sq_sge */
+    struct siwarp_sge *sge;          /* sge_inline, or init.max_sge entries in
+                                      * qp->sq_sge when that is more */
     uint8_t *inline_buf;             /* owned copy for SIWARP_SEND_INLINE */
     /* progress */
     uint64_t sent;                   /* payload bytes segmented into FPDUs */
@@ -172,6 +174,9 @@ struct swp_swqe {
     bool complete;                   /* may be retired (read: response arrived) */
     uint32_t status;                 /* enum siwarp_wc_status for completion */
     uint32_t vendor_err;
+    /* the SGEs on the WQE's own cache lines (128 bytes in all): no second
+     * array, whose first page was one more fault for every new QP */
+    struct siwarp_sge sge_inline[SWP_SGE_INLINE];
 };
 
 struct swp_rwqe {

@@ -137,7 +137,7 @@ static int swp_post_one_send(struct siwarp_qp *qp, const struct siwarp_send_wr *
     uint32_t slot = qp->sqr.tail & qp->sqr.mask;
     w = &qp->sq[slot];
     memset(w, 0, sizeof(*w));
-    w->sge = qp->sq_sge + (size_t)slot * qp->init.max_sge;
+    w->sge = qp->sq_sge ? qp->sq_sge + (size_t)slot * qp->init.max_sge : w->sge_inline;
     w->wr_id = wr->wr_id;
     w->opcode = wr->opcode;
     w->flags = wr->send_flags;

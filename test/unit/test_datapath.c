@@ -610,13 +610,47 @@ TEST(queued_wqes_own_their_slices_and_copies)
                                     .send_flags = SIWARP_SEND_INLINE };
         ASSERT_OK(siwarp_post_send(qp, &w, NULL));
         struct swp_swqe *q = &qp->sq[i];
-        ASSERT(q->sge == qp->sq_sge + (size_t)i * 2);
+        ASSERT(q->sge == q->sge_inline);        /* 2 SGEs: in the WQE itself */
         ASSERT_EQ(q->sge[1].length, 5);
         ASSERT(q->inline_buf && q->inline_buf[0] == 'a' + i * 2 && q->inline_buf[9] == 'b' + i * 2);
     }
     struct siwarp_recv_wr rw = { .wr_id = 9, .sg_list = NULL, .num_sge = 0 };
     ASSERT_OK(siwarp_post_recv(qp, &rw, NULL));
     ASSERT(qp->rq[0].sge == qp->rq_sge);
+    ASSERT_OK(siwarp_destroy_qp(qp));
+}
+
+/* More SGEs than a WQE holds: each WQE's slice of the QP's SGE array,
+ * filled from the work request. */
+TEST(wqe_sges_beyond_inline_in_the_array)
+{
+    struct pair p;
+    struct siwarp_qp *qp;
+    struct siwarp_qp_init_attr a = { 0 };
+    pair_make_qps(&p);
+    a.send_cq = a.recv_cq = p.cq[0];
+    a.max_send_wr = 4;
+    a.max_recv_wr = 4;
+    a.max_sge = SWP_SGE_INLINE + 1;
+    ASSERT_OK(siwarp_create_qp(p.pd, &a, &qp));
+    ASSERT(qp->sq_sge != NULL);
+    uint8_t b[SWP_SGE_INLINE + 1][4];
+    struct siwarp_sge sg[SWP_SGE_INLINE + 1];
+    for (int k = 0; k <= SWP_SGE_INLINE; k++)
+        sg[k] = (struct siwarp_sge){ b[k], (uint32_t)(k + 1), 0 };
+    for (int i = 0; i < 2; i++) {
+        struct siwarp_send_wr w = { .wr_id = (uint64_t)i, .sg_list = sg,
+                                    .num_sge = SWP_SGE_INLINE + 1,
+                                    .opcode = SIWARP_WR_SEND,
+                                    .send_flags = SIWARP_SEND_UNREGISTERED };
+        ASSERT_OK(siwarp_post_send(qp, &w, NULL));
+        struct swp_swqe *q = &qp->sq[i];
+        ASSERT(q->sge == qp->sq_sge + (size_t)i * (SWP_SGE_INLINE + 1));
+        for (int k = 0; k <= SWP_SGE_INLINE; k++) {
+            ASSERT(q->sge[k].addr == b[k]);
+            ASSERT_EQ(q->sge[k].length, (uint32_t)(k + 1));
+        }
+    }
     ASSERT_OK(siwarp_destroy_qp(qp));
 }
 
