@@ -586,18 +586,25 @@ TEST(cq_grows_and_destroy_purges)
  * WQEs still queued, and only those.  The harness _exits each case, which
  * skips LeakSanitizer: `valgrind --leak-check=full test_datapath
  * queued_wqes_own_their_slices_and_copies` shows a missed copy as lost. */
+/* A QP never connected: its work queues only. */
+static struct siwarp_qp *queue_only_qp(struct pair *p, uint32_t max_sge, uint32_t max_inline)
+{
+    struct siwarp_qp *qp;
+    struct siwarp_qp_init_attr a = { 0 };
+    pair_make_qps(p);
+    a.send_cq = a.recv_cq = p->cq[0];
+    a.max_send_wr = 4;
+    a.max_recv_wr = 4;
+    a.max_sge = max_sge;
+    a.max_inline = max_inline;
+    ASSERT_OK(siwarp_create_qp(p->pd, &a, &qp));
+    return qp;
+}
+
 TEST(queued_wqes_own_their_slices_and_copies)
 {
     struct pair p;
-    struct siwarp_qp *qp;
-    struct siwarp_qp_init_attr a = { 0 };
-    pair_make_qps(&p);
-    a.send_cq = a.recv_cq = p.cq[0];
-    a.max_send_wr = 4;
-    a.max_recv_wr = 4;
-    a.max_sge = 2;
-    a.max_inline = 16;
-    ASSERT_OK(siwarp_create_qp(p.pd, &a, &qp));   /* never connected: work queues */
+    struct siwarp_qp *qp = queue_only_qp(&p, 2, 16);
     uint8_t b[3][2][5];
     for (int i = 0; i < 3; i++) {
         struct siwarp_sge sg[2];
@@ -625,14 +632,7 @@ TEST(queued_wqes_own_their_slices_and_copies)
 TEST(wqe_sges_beyond_inline_in_the_array)
 {
     struct pair p;
-    struct siwarp_qp *qp;
-    struct siwarp_qp_init_attr a = { 0 };
-    pair_make_qps(&p);
-    a.send_cq = a.recv_cq = p.cq[0];
-    a.max_send_wr = 4;
-    a.max_recv_wr = 4;
-    a.max_sge = SWP_SGE_INLINE + 1;
-    ASSERT_OK(siwarp_create_qp(p.pd, &a, &qp));
+    struct siwarp_qp *qp = queue_only_qp(&p, SWP_SGE_INLINE + 1, 0);
     ASSERT(qp->sq_sge != NULL);
     uint8_t b[SWP_SGE_INLINE + 1][4];
     struct siwarp_sge sg[SWP_SGE_INLINE + 1];

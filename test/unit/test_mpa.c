@@ -1125,23 +1125,35 @@ TEST(connect_accept_ipv6)
 /* siwarp_query_qp keeps the socket's addresses once both are known: a query
  * while connecting must not pin an empty peer, and the two ends must see
  * each other (a's local address is b's peer address and back). */
+/* A listener on loopback (lp: its parameters, or NULL), two QPs, and a's
+ * connect to it under way; *ss: the listener's address. */
+static struct siwarp_listener *listen_connect_lo(struct env *e, const struct siwarp_conn_param *lp,
+                                                 struct sockaddr_storage *ss,
+                                                 struct siwarp_qp **a, struct siwarp_qp **b)
+{
+    struct sockaddr_in sin = { .sin_family = AF_INET };
+    struct siwarp_listener *l;
+
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_OK(siwarp_listen(e->ctx, (struct sockaddr *)&sin, sizeof(sin), lp, &l));
+    ASSERT_OK(siwarp_listener_addr(l, ss));
+    *a = env_qp(e);
+    *b = env_qp(e);
+    ASSERT_OK(siwarp_connect(*a, (struct sockaddr *)ss, sizeof(struct sockaddr_in), NULL));
+    return l;
+}
+
 TEST(query_qp_addresses_follow_the_connection)
 {
     struct env e;
-    struct sockaddr_in sin = { .sin_family = AF_INET };
     struct sockaddr_storage ss;
     struct siwarp_listener *l;
     struct siwarp_conn_req *req;
     struct siwarp_qp *a, *b;
     struct siwarp_qp_attr qa, qb;
 
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     env_init(&e);
-    ASSERT_OK(siwarp_listen(e.ctx, (struct sockaddr *)&sin, sizeof(sin), NULL, &l));
-    ASSERT_OK(siwarp_listener_addr(l, &ss));
-    a = env_qp(&e);
-    b = env_qp(&e);
-    ASSERT_OK(siwarp_connect(a, (struct sockaddr *)&ss, sizeof(struct sockaddr_in), NULL));
+    l = listen_connect_lo(&e, NULL, &ss, &a, &b);
     ASSERT_OK(siwarp_query_qp(a, &qa));         /* early: the peer may not be known yet */
     ASSERT_OK(siwarp_get_conn_request_wait(l, 2000, &req));
     ASSERT_OK(siwarp_accept(req, b, NULL));
@@ -1176,24 +1188,18 @@ static int sockopt_int(int fd, int level, int name)
  * accepted QP, in RTS. */
 static struct siwarp_qp *accept_with_llp(struct env *e, int listen_llp_ms, int llp_ms)
 {
-    struct sockaddr_in sin = { .sin_family = AF_INET };
     struct sockaddr_storage ss;
     struct siwarp_conn_param lp, ap;
     struct siwarp_listener *l;
     struct siwarp_conn_req *req;
     struct siwarp_qp *a, *b;
 
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     siwarp_conn_param_default(&lp);
     lp.rtr = SIWARP_RTR_WRITE | SIWARP_RTR_READ;
     lp.llp_timeout_ms = listen_llp_ms;
     ap = lp;
     ap.llp_timeout_ms = llp_ms;
-    ASSERT_OK(siwarp_listen(e->ctx, (struct sockaddr *)&sin, sizeof(sin), &lp, &l));
-    ASSERT_OK(siwarp_listener_addr(l, &ss));
-    a = env_qp(e);
-    b = env_qp(e);
-    ASSERT_OK(siwarp_connect(a, (struct sockaddr *)&ss, sizeof(struct sockaddr_in), NULL));
+    l = listen_connect_lo(e, &lp, &ss, &a, &b);
     ASSERT_OK(siwarp_get_conn_request_wait(l, 2000, &req));
     ASSERT_OK(siwarp_accept(req, b, &ap));
     ASSERT_OK(siwarp_connect_wait(a, 2000));

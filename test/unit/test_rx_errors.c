@@ -904,6 +904,17 @@ static int raw_read_fpdus(struct peer *p, int ms, unsigned *ops, int max)
     return n;
 }
 
+/* The application's first message on a P2P initiator: an 8-byte Send. */
+static void p2p_post_send(struct peer *p)
+{
+    static uint8_t msg[8] = "payload";
+    struct siwarp_mr *m;
+    ASSERT_OK(siwarp_reg_mr(p->pd, msg, sizeof(msg), 0, &m));
+    struct siwarp_sge sg = { msg, sizeof(msg), siwarp_mr_stag(m) };
+    struct siwarp_send_wr w = { .wr_id = 1, .sg_list = &sg, .num_sge = 1, .opcode = SIWARP_WR_SEND };
+    ASSERT_OK(siwarp_post_send(p->qp, &w, NULL));
+}
+
 /* P2P initiator with a Read RTR (RFC 6581 6): nothing else leaves before
  * the RTR is answered, and an unanswered RTR is followed by another
  * zero-length Read (stock siw 6.1 leaves the first FPDU after its Reply
@@ -912,13 +923,8 @@ TEST(p2p_read_rtr_hold_and_retry)
 {
     struct peer p;
     unsigned ops[16];
-    uint8_t msg[8] = "payload";
     peer_setup_p2p(&p, true, false, SIWARP_RTR_READ);
-    struct siwarp_mr *m;
-    ASSERT_OK(siwarp_reg_mr(p.pd, msg, sizeof(msg), 0, &m));
-    struct siwarp_sge sg = { msg, sizeof(msg), siwarp_mr_stag(m) };
-    struct siwarp_send_wr w = { .wr_id = 1, .sg_list = &sg, .num_sge = 1, .opcode = SIWARP_WR_SEND };
-    ASSERT_OK(siwarp_post_send(p.qp, &w, NULL));
+    p2p_post_send(&p);
     /* first the RTR alone */
     ASSERT_EQ(raw_read_fpdus(&p, 50, ops, 16), 1);
     ASSERT_EQ(ops[0], SWP_OP_READ_REQ);
@@ -954,13 +960,8 @@ TEST(p2p_read_rtr_no_hold_toward_siwarp)
 {
     struct peer p;
     unsigned ops[16];
-    uint8_t msg[8] = "payload";
     peer_setup_nego(&p, true, false, SIWARP_RTR_READ, true);
-    struct siwarp_mr *m;
-    ASSERT_OK(siwarp_reg_mr(p.pd, msg, sizeof(msg), 0, &m));
-    struct siwarp_sge sg = { msg, sizeof(msg), siwarp_mr_stag(m) };
-    struct siwarp_send_wr w = { .wr_id = 1, .sg_list = &sg, .num_sge = 1, .opcode = SIWARP_WR_SEND };
-    ASSERT_OK(siwarp_post_send(p.qp, &w, NULL));
+    p2p_post_send(&p);
     ASSERT_EQ(raw_read_fpdus(&p, 50, ops, 16), 2);
     ASSERT_EQ(ops[0], SWP_OP_READ_REQ);    /* the RTR */
     ASSERT_EQ(ops[1], SWP_OP_SEND);        /* not held for its answer */
@@ -985,13 +986,8 @@ TEST(p2p_write_rtr_nudge_until_peer_speaks)
 {
     struct peer p;
     unsigned ops[16];
-    uint8_t msg[8] = "payload";
     peer_setup_p2p(&p, true, false, SIWARP_RTR_WRITE);
-    struct siwarp_mr *m;
-    ASSERT_OK(siwarp_reg_mr(p.pd, msg, sizeof(msg), 0, &m));
-    struct siwarp_sge sg = { msg, sizeof(msg), siwarp_mr_stag(m) };
-    struct siwarp_send_wr w = { .wr_id = 1, .sg_list = &sg, .num_sge = 1, .opcode = SIWARP_WR_SEND };
-    ASSERT_OK(siwarp_post_send(p.qp, &w, NULL));
+    p2p_post_send(&p);
     ASSERT_EQ(raw_read_fpdus(&p, 50, ops, 16), 2);
     ASSERT_EQ(ops[0], SWP_OP_WRITE);       /* the RTR */
     ASSERT_EQ(ops[1], SWP_OP_SEND);
