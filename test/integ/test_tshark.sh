@@ -12,6 +12,14 @@
 # opcode used; no "[Malformed" and no "Expert Info (Error" line; every CRC
 # that Wireshark checks is "Good CRC32".
 #
+# A capture that lost packets cannot judge CRCs: a segment dumpcap dropped
+# (it does, on a loaded 2-core machine, while siwarp-perf moves GB/s) leaves
+# holes in the FPDUs Wireshark reassembles, which then show "Bad CRC32"
+# although the receiver verified every CRC.  So a capture in which tshark
+# finds a data segment missing (tcp.analysis.lost_segment or
+# ack_lost_segment) is taken again, up to 3 times; if every attempt
+# lost packets the CRC check is skipped with that reason, never passed.
+#
 # Known and accepted: Wireshark 4.0's MPA dissector does not know RFC 6581,
 # so the enhanced-mode flag 0x10 of an MPA v2 Request/Reply shows as
 # "Reserved: 0x10" (at most a warning, never an error) and the IRD/ORD words
@@ -24,6 +32,7 @@ top_builddir=${top_builddir:-$(cd "$(dirname "$0")/../.." && pwd)}
 perf=${SIWARP_PERF:-$top_builddir/contrib/siwarp-perf}
 configs="mpa2 mpa1 mpa2-markers"
 checks_per_config=6
+attempts=3
 
 ntests=$(( $(echo $configs | wc -w) * checks_per_config ))
 
@@ -69,9 +78,12 @@ check() { # description, then the command deciding it
 
 echo "1..$ntests"
 
-run_config() { # name
+# capture_config NAME DIR: run the traffic of one configuration under
+# capture into DIR.  Returns 0 when captured (client status in $crc), 1 when
+# the server or the capture did not start (reason in $why).
+capture_config() {
     cfg=$1
-    dir=$tmp/$cfg
+    dir=$2
     mkdir -p "$dir"
     case $cfg in
     mpa2) flags="--crc --mpa 2" ;;
@@ -86,10 +98,10 @@ run_config() { # name
     spid=$!
     exec 5<"$dir/srv.fifo"
     if ! read -r line <&5; then
-        for i in $(seq $checks_per_config); do notok "$cfg: siwarp-perf server did not start"; done
+        why="siwarp-perf server did not start"
         sed 's/^/# /' "$dir/srv.err"
         spid=
-        return
+        return 1
     fi
     port=${line#listening port=}
 
@@ -98,7 +110,8 @@ run_config() { # name
     # a UDP probe datagram that shows up in the file (dumpcap flushes each
     # packet), so the MPA Request of the first connection cannot be missed
     probe=$((20000 + $$ % 20000))
-    tshark -i lo -f "tcp port $port or udp port $probe" -w "$dir/trace.pcapng" \
+    # -B: a 64 MiB kernel buffer, so dumpcap rarely drops under load
+    tshark -i lo -B 64 -f "tcp port $port or udp port $probe" -w "$dir/trace.pcapng" \
         2>"$dir/ts.fifo" &
     tspid=$!
     exec 6<"$dir/ts.fifo"
@@ -122,10 +135,10 @@ run_config() { # name
         done
     fi
     if [ $capturing = 0 ]; then
-        for i in $(seq $checks_per_config); do notok "$cfg: tshark did not start capturing"; done
+        why="tshark did not start capturing"
         sed 's/^/# /' "$dir/ts.err"
         kill "$spid" 2>/dev/null; spid=; tspid=
-        return
+        return 1
     fi
 
     # traffic: every opcode, then multi-FPDU messages
@@ -148,6 +161,31 @@ run_config() { # name
     wait "$spid" 2>/dev/null
     spid=
     exec 5<&- 6<&-
+    return 0
+}
+
+# lost_segments FILE: data segments missing from the capture
+lost_segments() {
+    tshark -r "$1" -Y "tcp.analysis.lost_segment || tcp.analysis.ack_lost_segment" \
+        2>/dev/null | wc -l
+}
+
+run_config() { # name
+    cfg=$1
+    attempt=1
+    while :; do
+        dir=$tmp/$cfg.$attempt
+        if ! capture_config "$cfg" "$dir"; then
+            for i in $(seq $checks_per_config); do notok "$cfg: $why"; done
+            return
+        fi
+        lost=$(lost_segments "$dir/trace.pcapng")
+        [ "$lost" = 0 ] && break
+        dropped=$(grep -i "dropped" "$dir/ts.err" | head -1)
+        echo "# $cfg: capture $attempt of $attempts lost $lost segments${dropped:+ ($dropped)}"
+        [ $attempt -ge $attempts ] && break
+        attempt=$((attempt + 1))
+    done
 
     check "$cfg: siwarp-perf client runs succeeded under capture" test $crc = 0
     [ $crc = 0 ] || sed 's/^/# /' "$dir/cli.log"
@@ -174,9 +212,14 @@ run_config() { # name
 
     ncrc=$(grep -c "CRC check: .*(Good CRC32)" "$D")
     nbadcrc=$(grep "CRC check:" "$D" | grep -vc "Good CRC32")
-    check "$cfg: every CRC good ($ncrc good, $nbadcrc not good)" \
-        sh -c "[ $ncrc -gt 0 ] && [ $nbadcrc = 0 ]"
-    [ "$nbadcrc" = 0 ] || grep "CRC check:" "$D" | grep -v "Good CRC32" | head -5 | sed 's/^/# /'
+    if [ "$lost" != 0 ]; then
+        n=$((n + 1))
+        echo "ok $n - $cfg: every CRC good # SKIP all $attempts captures lost packets ($ncrc good, $nbadcrc not good)"
+    else
+        check "$cfg: every CRC good ($ncrc good, $nbadcrc not good)" \
+            sh -c "[ $ncrc -gt 0 ] && [ $nbadcrc = 0 ]"
+        [ "$nbadcrc" = 0 ] || grep "CRC check:" "$D" | grep -v "Good CRC32" | head -5 | sed 's/^/# /'
+    fi
 
     # markers: Wireshark should find the marker stream and not lose FPDUs
     nfpdu=$(grep -c "iWARP Direct Data Placement" "$D")
