@@ -544,6 +544,46 @@ static void tx_top_up(struct siwarp_qp *qp)
     tx->topped_up += tx->queued - before;
 }
 
+/* A batch of at most this many bytes is copied and written with send().
+ * On this kernel (Linux 6.1) a sendmsg costs about 100 ns more than a send
+ * of the same bytes, with one iovec as with four (copy_msghdr_from_user and
+ * import_iovec against a single user range): measured on a busy-polled
+ * loopback ping-pong from 64 B to 4 KiB, while copying the pieces of a
+ * small FPDU into one buffer costs far less.  A ping-pong's every hop is
+ * such a batch. */
+#define SWP_TX_LINEAR_MAX 2048
+
+/* Write what iov[iov_done..niov) holds: sendmsg's answer, or send()'s for
+ * a small batch.  A short write is fine either way: the caller advances the
+ * iovecs by what was written, and they still point at the bytes. */
+static ssize_t tx_write(int fd, struct swp_tx *tx)
+{
+    const struct iovec *v = &tx->iov[tx->iov_done];
+    size_t cnt = tx->niov - tx->iov_done;
+
+    if (cnt == 1)
+        return send(fd, v->iov_base, v->iov_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (tx->pending <= SWP_TX_LINEAR_MAX) {
+        uint8_t lin[SWP_TX_LINEAR_MAX];
+        size_t off = 0, i;
+
+        /* pending is the sum of these lengths; checked all the same,
+         * since a wrong sum would write past lin */
+        for (i = 0; i < cnt && off + v[i].iov_len <= sizeof(lin); i++) {
+            memcpy(lin + off, v[i].iov_base, v[i].iov_len);
+            off += v[i].iov_len;
+        }
+        if (i == cnt)
+            return send(fd, lin, off, MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+
+    struct msghdr msg = { 0 };
+
+    msg.msg_iov = (struct iovec *)v;
+    msg.msg_iovlen = cnt > 1024 ? 1024 : cnt;
+    return sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
 static bool tx_drained(struct siwarp_qp *qp)
 {
     return qp->tx.pending == 0 && qp->sq_cur == qp->sqr.tail && !swp_ring_count(&qp->irqr) &&
@@ -557,7 +597,6 @@ int swp_tx_progress(struct siwarp_qp *qp)
     if (qp->pl.fd < 0)
         return -ENOTCONN;
     for (;;) {
-        struct msghdr msg = { 0 };
         ssize_t n;
 
         if (tx->pending == 0) {
@@ -575,11 +614,7 @@ int swp_tx_progress(struct siwarp_qp *qp)
                 return 0;
             }
         }
-        msg.msg_iov = &tx->iov[tx->iov_done];
-        msg.msg_iovlen = tx->niov - tx->iov_done;
-        if (msg.msg_iovlen > 1024)
-            msg.msg_iovlen = 1024;
-        n = sendmsg(qp->pl.fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        n = tx_write(qp->pl.fd, tx);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
