@@ -24,6 +24,9 @@
 #    and after 4 MiB messages.
 # 4. --load: latency 8 B and bandwidth 1 MiB of siwarp and btl tcp, each
 #    unloaded and with one process spinning on core 0; degradation factors.
+#    Raw TCP (the busy-polled ping-pong, and the stream with its sender on
+#    core 0 as rank 0 is) runs the same way: what any transport that keeps
+#    its core busy loses to a process sharing it.
 # Within every phase the contestants alternate (round r starts with the r-th
 # one), REPS rounds, medians.  Ratios are siwarp/other: latency, CPU and
 # times below 1 and bandwidth and rate above 1 favour siwarp.  The last
@@ -198,14 +201,17 @@ if [ $netns = 1 ]; then
     raw_args="$raw_args --netns $rawns"
 fi
 aux() { echo "$tmp/aux-${1##*/}"; }     # a side file of an out.* file
-run_raw() {     # OUTFILE: lat/bw lines as mpi-bench's, plus iperf
+run_raw() {     # OUTFILE [BENCH-RAW ARGS]: lat/bw lines as mpi-bench's, plus iperf
     a=$(aux "$1")
+    o=$1
+    shift
     # shellcheck disable=SC2086
-    BUILDDIR=$BUILDDIR timeout "$T" "$here/bench-raw.sh" $raw_args ${NCPU_PAIR:+--cpus "$NCPU_PAIR"} > "$a" 2> "$a.err" &
+    BUILDDIR=$BUILDDIR timeout "$T" "$here/bench-raw.sh" $raw_args ${NCPU_PAIR:+--cpus "$NCPU_PAIR"} \
+        "$@" > "$a" 2> "$a.err" &
     child=$!
     wait $child
     child=""
-    sed 's/^rawlat /lat /; s/^rawlatmed /latmed /; s/^rawbw /bw /' "$a" > "$1"
+    sed 's/^rawlat /lat /; s/^rawlatmed /latmed /; s/^rawbw /bw /' "$a" > "$o"
     cat "$a.err" >&2
 }
 
@@ -318,15 +324,21 @@ if [ $do_load = 1 ]; then
         m=$(aux "$2")
         # long enough to span many scheduler time slices (a 1000-iteration
         # ping-pong of 8 B is over within one)
-        run_bench "$tt" "$2" -t lat -n 8 -m 8 -i $((iters * 50)) &&
-            run_bench "$tt" "$m" -t bw -n 1048576 -m 1048576 -i $((iters * 10))
+        if [ "$tt" = raw ]; then
+            # the sending client on core 0, the loaded one, as rank 0
+            run_raw "$2" --cpus "1 0" --max 1048576 --lat-max 8 --lat-iters $((iters * 50)) \
+                --bw-sizes 1048576 --bw-bytes $((iters * 10 * 1048576)) --no-iperf
+        else
+            run_bench "$tt" "$2" -t lat -n 8 -m 8 -i $((iters * 50)) &&
+                run_bench "$tt" "$m" -t bw -n 1048576 -m 1048576 -i $((iters * 10))
+        fi
         rc=$?
         cat "$m" >> "$2" 2>/dev/null
         if [ -n "$spin" ]; then kill "$spin" 2>/dev/null; wait "$spin" 2>/dev/null; spin=""; fi
         return $rc
     }
     load_c=""
-    for t in $conn_t; do load_c="$load_c idle-$t load-$t"; done
+    for t in $conn_t $(has raw && echo raw); do load_c="$load_c idle-$t load-$t"; done
     rounds load "$load_c" load_one
 fi
 elapsed=$(( $(date +%s) - t_start ))

@@ -4,18 +4,21 @@
 #
 #   contrib/bench-raw.sh [--netns NAME] [--max BYTES] [--lat-iters N]
 #                        [--bw-bytes BYTES] [--iperf-time SECONDS]
-#                        [--cpus "S C"] [--lat-only]
+#                        [--cpus "S C"] [--lat-only] [--lat-max BYTES]
+#                        [--bw-sizes "S ..."] [--no-iperf]
 #
 # Prints, in mpi-bench's "test size value unit" form:
 #   rawlat S V us      contrib/siwarp-perf --tcp ping-pong (TCP_NODELAY,
-#                      busy-polled), S = 1 B .. 1 KiB; V is half the mean
+#                      busy-polled), S = 1 B .. 1 KiB (--lat-max); V is half the mean
 #                      round trip (one way, as mpi-bench's lat and OSU)
 #   rawlatmed S V us   the same run, half the median round trip (as
 #                      mpi-bench's latmed: on a busy 2-core host one
 #                      preempted round trip moves a mean, not a median)
 #   rawbw S V MB/s     contrib/siwarp-perf --tcp stream, S = 64 KiB, 1 MiB,
-#                      4 MiB (up to --max), about --bw-bytes per size
-#   iperf 0 V MB/s     single-stream iperf3, --iperf-time seconds (default 5)
+#                      4 MiB (--bw-sizes; up to --max), about --bw-bytes per
+#                      size; the client sends
+#   iperf 0 V MB/s     single-stream iperf3, --iperf-time seconds (default 5;
+#                      --no-iperf: none)
 # A reference that cannot run prints nothing and says why on stderr.
 #
 # Loopback by default.  --netns NAME: the servers run in NAME-s (10.231.0.1)
@@ -34,6 +37,7 @@ top=$(cd "$here/.." && pwd)
 BUILDDIR=${BUILDDIR:-$top}
 PERF=$BUILDDIR/contrib/siwarp-perf
 ns=""; cpus=""; lat_only=0; max=4194304; lat_iters=2000; bw_bytes=268435456; itime=5
+lat_max=1024; bw_sizes="65536 1048576 4194304"; iperf=1
 
 usage() { sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -41,6 +45,9 @@ while [ $# -gt 0 ]; do
     --netns) ns=$2; shift ;;
     --cpus) cpus=$2; shift ;;
     --lat-only) lat_only=1 ;;
+    --lat-max) lat_max=$2; shift ;;
+    --bw-sizes) bw_sizes=$2; shift ;;
+    --no-iperf) iperf=0 ;;
     --max) max=$2; shift ;;
     --lat-iters) lat_iters=$2; shift ;;
     --bw-bytes) bw_bytes=$2; shift ;;
@@ -110,7 +117,7 @@ if [ ! -x "$PERF" ]; then
     echo "bench-raw.sh: $PERF not built (make); no raw TCP ping-pong" >&2
 elif start_server 3 perf "listening port=" "$PERF" --tcp -s -a "$addr" -p 0; then
     port=${line#listening port=}
-    if $on_c timeout 120 "$PERF" --tcp -c "$addr" -p "$port" -m lat -A -M 1024 \
+    if $on_c timeout 120 "$PERF" --tcp -c "$addr" -p "$port" -m lat -A -M "$lat_max" \
             -n "$lat_iters" --json > "$tmp/lat" 2> "$tmp/lat.err"; then
         sed -n 's/.*"bytes":\([0-9]*\).*"t_median_us":\([0-9.]*\).*"t_avg_us":\([0-9.]*\).*/\1 \2 \3/p' \
             "$tmp/lat" |
@@ -118,7 +125,7 @@ elif start_server 3 perf "listening port=" "$PERF" --tcp -s -a "$addr" -p 0; the
     else
         echo "bench-raw.sh: TCP ping-pong failed: $(head -c 300 "$tmp/lat.err")" >&2
     fi
-    for s in 65536 1048576 4194304; do
+    for s in $bw_sizes; do
         [ "$s" -le "$max" ] && [ $lat_only = 0 ] || continue
         n=$((bw_bytes / s)); [ $n -ge 16 ] || n=16
         if $on_c timeout 120 "$PERF" --tcp -c "$addr" -p "$port" -m bw -z "$s" -n "$n" \
@@ -131,7 +138,7 @@ elif start_server 3 perf "listening port=" "$PERF" --tcp -s -a "$addr" -p 0; the
 fi
 
 # ---- iperf3, one stream --------------------------------------------------------
-if [ $lat_only = 1 ]; then
+if [ $lat_only = 1 ] || [ $iperf = 0 ]; then
     :
 elif ! command -v iperf3 >/dev/null 2>&1; then
     echo "bench-raw.sh: iperf3 not installed (contrib/setup.sh); no iperf3 figure" >&2
