@@ -159,6 +159,17 @@ struct siwarp_conn_param;
 void mca_btl_siwarp_conn_param(struct siwarp_conn_param *p);
 int  mca_btl_siwarp_parse_conn_pd(const void *data, size_t len, mca_btl_siwarp_conn_pd_t *out);
 
+/* btl_siwarp_ep_qp.c: the endpoint's QP */
+/* Create ep->qp with its receive buffers posted (ep->rq_grant of them). */
+int  mca_btl_siwarp_ep_qp_create(mca_btl_siwarp_endpoint_t *ep);
+/* Detach ep->qp: destroyed now if it never carried traffic, else kept with
+ * its buffers in the module's graveyard until finalize. */
+void mca_btl_siwarp_ep_qp_abandon(mca_btl_siwarp_endpoint_t *ep);
+/* This process's connection parameters, with ep's private data (reason,
+ * receive depth) in pd, which p then points at. */
+void mca_btl_siwarp_ep_conn_param(mca_btl_siwarp_endpoint_t *ep, struct siwarp_conn_param *p,
+                                  mca_btl_siwarp_conn_pd_t *pd, int reason);
+
 /* btl_siwarp_fallback.c: framed TCP */
 int  mca_btl_siwarp_tcp_connect(mca_btl_siwarp_endpoint_t *ep);
 int  mca_btl_siwarp_tcp_progress_connect(mca_btl_siwarp_endpoint_t *ep);
