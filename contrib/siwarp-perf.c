@@ -58,6 +58,7 @@ struct opts {
     uint32_t iters, window;
     int crc, markers, mpa, p2p;
     int timeout_s;
+    uint32_t big_fpdu;      /* 0: FPDUs fit the MSS */
 };
 
 /* MPA private data of the Request (client) and the Reply (server), big-endian */
@@ -296,9 +297,11 @@ static void usage(void)
 "usage: siwarp-perf -s [-a ADDR] [-p PORT] [--crc] [--markers] [--once] [--tcp]\n"
 "       siwarp-perf -c HOST [-p PORT] [-t send|write|read|mix] [-m lat|bw]\n"
 "                   [-z SIZE | -A [-M MAX]] [-n ITERS] [-w WINDOW] [--crc] [--markers]\n"
-"                   [--mpa 1|2] [--p2p read|write|none] [--json] [--tcp]\n"
+"                   [--mpa 1|2] [--p2p read|write|none] [--big-fpdu N] [--json] [--tcp]\n"
 "  -p 0 on the server picks a free port; it prints 'listening port=N'.\n"
 "  -n 0 (default) picks iterations per size; -A runs 1 B .. MAX (default 64M).\n"
+"  --big-fpdu N: offer FPDUs up to N octets to a siwarp peer (2048..65535;\n"
+"          the MPI BTL's default is 65535); without it FPDUs fit the MSS.\n"
 "  --tcp: plain TCP ping-pong (lat) or stream (bw) with TCP_NODELAY, busy-poll.\n"
 "  -t mix: one of each RDMAP opcode (Send, Send+SE, Send+Inv, Send+SE+Inv,\n"
 "          Write, Read), for wire captures.\n");
@@ -307,7 +310,7 @@ static void usage(void)
 
 static void parse(int argc, char **argv)
 {
-    enum { O_CRC = 256, O_MARKERS, O_MPA, O_P2P, O_JSON, O_TCP, O_ONCE, O_TIMEOUT };
+    enum { O_CRC = 256, O_MARKERS, O_MPA, O_P2P, O_JSON, O_TCP, O_ONCE, O_TIMEOUT, O_BIG };
     static const struct option lo[] = {
         { "server", no_argument, NULL, 's' }, { "client", required_argument, NULL, 'c' },
         { "addr", required_argument, NULL, 'a' }, { "port", required_argument, NULL, 'p' },
@@ -319,6 +322,7 @@ static void parse(int argc, char **argv)
         { "p2p", required_argument, NULL, O_P2P }, { "json", no_argument, NULL, O_JSON },
         { "tcp", no_argument, NULL, O_TCP }, { "once", no_argument, NULL, O_ONCE },
         { "timeout", required_argument, NULL, O_TIMEOUT },
+        { "big-fpdu", required_argument, NULL, O_BIG },
         { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
     };
     int c, have_size = 0;
@@ -358,6 +362,11 @@ static void parse(int argc, char **argv)
         case O_TCP: o.tcp = 1; break;
         case O_ONCE: o.once = 1; break;
         case O_TIMEOUT: o.timeout_s = atoi(optarg); break;
+        case O_BIG:
+            o.big_fpdu = (uint32_t)strtoul(optarg, NULL, 0);
+            if (o.big_fpdu < 2048 || o.big_fpdu > 65535)
+                die("--big-fpdu: 2048..65535");
+            break;
         default: usage();
         }
     }
@@ -632,6 +641,7 @@ static void conn_param(struct siwarp_conn_param *p)
     p->p2p = o.p2p != P2P_NONE;
     p->rtr = o.p2p == P2P_READ ? SIWARP_RTR_READ : o.p2p == P2P_WRITE ? SIWARP_RTR_WRITE : 0;
     p->ird = p->ord = 64;
+    p->big_fpdu = o.big_fpdu;
 }
 
 static void print_conn(struct ep *e, const char *who)
@@ -1019,6 +1029,7 @@ static void serve_one(struct siwarp_listener *l, struct siwarp_conn_req *req)
     p.p2p = asked.p2p;
     p.rtr = SIWARP_RTR_READ | SIWARP_RTR_WRITE;
     p.ird = p.ord = 64;
+    p.big_fpdu = o.big_fpdu;
     p.private_data = &me;
     p.private_data_len = sizeof(me);
     if ((rc = siwarp_accept(req, e.qp, &p)) < 0)
