@@ -13,8 +13,6 @@
 
 #include "swp.h"
 
-#define SWP_RX_LOOKAHEAD  64     /* staged behind a large segment: the next
-                                    header (any header fits) and a few bytes */
 /* Segments from this size on are read one readv() each, straight into the
  * target; smaller ones (eager MPI messages, an MSS-sized stream from a
  * peer on a 1500-byte MTU) are staged, up to 64 KiB per recv(), and copied
@@ -29,7 +27,6 @@
 #define SWP_RX_BULK_MIN      32768
 #define SWP_RX_BULK_MIN_CRC  61440
 #define SWP_RX_HDR_MIN    (SWP_MPA_HDR_LEN + (uint32_t)sizeof(struct swp_ctrl))
-#define SWP_ORQ_RTR       UINT32_MAX
 
 /* reads per progress call, for fairness between QPs (tests lower it) */
 int swp_rx_budget = 64;
@@ -61,13 +58,13 @@ static void rx_place_one(struct swp_rx *rx, uint8_t *dst, uint32_t len)
     rx->place_idx = rx->place_off = 0;
 }
 
-/* Target iovecs for bytes [off, off + len) of an SGL.  Each SGE touched is
- * checked again (valid, same PD, local write, bounds): its MR may have been
- * deregistered since the WR was posted.  0, or -EACCES. */
-static int rx_place_sgl(struct siwarp_qp *qp, const struct siwarp_sge *sge, uint32_t num_sge,
-                        uint64_t off, uint32_t len)
+/* Target iovecs for bytes [off, off + len) of an SGL, at most max of them.
+ * Each SGE touched is checked again (valid, same PD, local write, bounds):
+ * its MR may have been deregistered since the WR was posted.  The number
+ * of iovecs, -EACCES, or -E2BIG. */
+int swp_rx_sgl_iov(struct siwarp_qp *qp, const struct siwarp_sge *sge, uint32_t num_sge,
+                   uint64_t off, uint32_t len, struct iovec *iov, uint32_t max)
 {
-    struct swp_rx *rx = &qp->rx;
     uint32_t n = 0;
 
     for (uint32_t i = 0; i < num_sge && len; i++) {
@@ -77,18 +74,33 @@ static int rx_place_sgl(struct siwarp_qp *qp, const struct siwarp_sge *sge, uint
             off -= s->length;
             continue;
         }
+        if (n == max)
+            return -E2BIG;
         if (swp_mem_check_local(qp->ctx, qp->pd, s, SIWARP_ACCESS_LOCAL_WRITE) < 0)
             return -EACCES;
         take = s->length - (uint32_t)off;
         if (take > len)
             take = len;
-        rx->place_iov[n].iov_base = (uint8_t *)s->addr + off;
-        rx->place_iov[n].iov_len = take;
+        iov[n].iov_base = (uint8_t *)s->addr + off;
+        iov[n].iov_len = take;
         n++;
         len -= take;
         off = 0;
     }
-    rx->place_niov = n;
+    return (int)n;
+}
+
+/* The current segment's target: bytes [off, off + len) of an SGL.  0, or
+ * -EACCES. */
+static int rx_place_sgl(struct siwarp_qp *qp, const struct siwarp_sge *sge, uint32_t num_sge,
+                        uint64_t off, uint32_t len)
+{
+    struct swp_rx *rx = &qp->rx;
+    int n = swp_rx_sgl_iov(qp, sge, num_sge, off, len, rx->place_iov, SWP_MAX_SGE);
+
+    if (n < 0)
+        return -EACCES;
+    rx->place_niov = (uint32_t)n;
     rx->place_idx = rx->place_off = 0;
     return 0;
 }
@@ -486,7 +498,7 @@ static int rx_hdr_step(struct siwarp_qp *qp)
     return 0;
 }
 
-static int rx_fpdu_done(struct siwarp_qp *qp)
+int swp_rx_fpdu_done(struct siwarp_qp *qp)
 {
     struct swp_rx *rx = &qp->rx;
     uint32_t pad = rx->trailer_want - SWP_MPA_CRC_LEN;
@@ -607,7 +619,7 @@ static int rx_consume(struct siwarp_qp *qp)
             memcpy(rx->trailer + rx->trailer_got, p, take);
             rx->trailer_got += take;
             if (rx->trailer_got == rx->trailer_want)
-                rc = rx_fpdu_done(qp);
+                rc = swp_rx_fpdu_done(qp);
             break;
         }
         }
@@ -620,75 +632,22 @@ static int rx_consume(struct siwarp_qp *qp)
     return 0;
 }
 
-/* Read payload and the trailer behind it straight into the target, and
- * the next SWP_RX_LOOKAHEAD octets into the (empty) staging buffer: in a
- * stream of large segments every FPDU then costs one readv() and its
- * payload is copied once, by the kernel.  *full says the read filled every
- * iovec (the socket may hold more). */
-static ssize_t rx_direct(struct siwarp_qp *qp, bool *full)
+/* Parse n octets that sit outside the staging buffer (qp_rx_direct.c: what
+ * a speculative read put in the wrong places, gathered).  The staging
+ * buffer must be empty. */
+int swp_rx_parse(struct siwarp_qp *qp, const uint8_t *p, uint32_t n)
 {
     struct swp_rx *rx = &qp->rx;
-    struct iovec iov[SWP_MAX_SGE + 2];
-    uint32_t n = 0, want = rx->payload_left;
-    size_t asked = 0;
-    ssize_t got;
+    uint8_t *stage = rx->buf;
+    int rc;
 
-    for (uint32_t i = rx->place_idx; i < rx->place_niov && want; i++) {
-        size_t off = i == rx->place_idx ? rx->place_off : 0;
-        size_t len = rx->place_iov[i].iov_len - off;
-        if (len > want)
-            len = want;
-        iov[n].iov_base = (uint8_t *)rx->place_iov[i].iov_base + off;
-        iov[n].iov_len = len;
-        want -= (uint32_t)len;
-        n++;
-    }
-    iov[n].iov_base = rx->trailer;
-    iov[n].iov_len = rx->trailer_want;
-    n++;
+    rx->buf = (uint8_t *)p;
+    rx->buf_head = 0;
+    rx->buf_tail = n;
+    rc = rx_consume(qp);
+    rx->buf = stage;
     rx->buf_head = rx->buf_tail = 0;
-    iov[n].iov_base = rx->buf;
-    iov[n].iov_len = SWP_RX_LOOKAHEAD;
-    n++;
-    for (uint32_t i = 0; i < n; i++)
-        asked += iov[i].iov_len;
-    got = readv(qp->pl.fd, iov, (int)n);
-    if (got <= 0)
-        return got == 0 ? 0 : -errno;
-    *full = (size_t)got == asked;
-    uint32_t placed = (uint32_t)got < rx->payload_left ? (uint32_t)got : rx->payload_left;
-    uint32_t tr = (uint32_t)got - placed;
-    if (tr > rx->trailer_want)
-        tr = rx->trailer_want;
-    /* lookahead octets are counted when rx_consume parses them */
-    rx->stream_off += placed + tr;
-    for (uint32_t i = 0, left = placed; left; i++) {
-        uint32_t len = iov[i].iov_len < left ? (uint32_t)iov[i].iov_len : left;
-        if (qp->nego.crc)
-            rx->crc = swp_crc32c(rx->crc, iov[i].iov_base, len);
-        rx->place_off += len;
-        if (rx->place_off == rx->place_iov[rx->place_idx].iov_len) {
-            rx->place_idx++;
-            rx->place_off = 0;
-        }
-        left -= len;
-    }
-    rx->payload_left -= placed;
-    rx->direct += placed;
-    if (rx->payload_left == 0) {
-        uint32_t pad = rx->trailer_want - SWP_MPA_CRC_LEN;
-        rx->state = SWP_RX_TRAILER;
-        rx->trailer_got = tr;
-        if (qp->nego.crc && tr)
-            rx->crc = swp_crc32c(rx->crc, rx->trailer, tr < pad ? tr : pad);
-        if (tr == rx->trailer_want) {
-            rx->buf_tail = (uint32_t)got - placed - tr;
-            int rc = rx_fpdu_done(qp);
-            if (rc < 0)
-                return rc;
-        }
-    }
-    return got;
+    return rc;
 }
 
 static int rx_progress(struct siwarp_qp *qp)
@@ -715,7 +674,7 @@ static int rx_progress(struct siwarp_qp *qp)
         }
         if (rx->state == SWP_RX_PAYLOAD && rx->bulk && rx->place_idx < rx->place_niov) {
             bool full = false;
-            got = rx_direct(qp, &full);
+            got = swp_rx_direct(qp, &full);
             /* and read again at once, even after a short read: in a
              * stream more has often come meanwhile (returning here instead
              * cost 15% of 64 KiB bandwidth) */

@@ -260,8 +260,6 @@ static bool tx_read_req(struct siwarp_qp *qp, uint32_t sink_stag, uint64_t sink_
     return true;
 }
 
-#define SWP_ORQ_RTR UINT32_MAX
-
 
 /* The P2P start-up (RFC 6581 6) on a timer, every SWP_RTR_RETRY_MS:
  * - held work must not wait forever: a responder that never gets the RTR,

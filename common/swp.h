@@ -249,6 +249,9 @@ struct swp_tx {
     uint64_t topped_up;              /* bytes queued while the socket was full */
 };
 
+/* An ORQ slot held by the zero-length Read of the P2P RTR (RFC 6581 6) */
+#define SWP_ORQ_RTR UINT32_MAX
+
 /* ---- receive cursor (qp_rx.c) --------------------------------------------- */
 
 enum swp_rx_state {
@@ -261,6 +264,16 @@ enum swp_rx_state {
  * swp_rx_progress parses everything it staged before it returns (or dies
  * with its QP), so no QP keeps bytes there between calls. */
 #define SWP_RX_STAGE 65536
+#define SWP_RX_LOOKAHEAD 64      /* staged behind a large segment: the next
+                                    header (any header fits) and a few bytes */
+/* A speculative read (qp_rx_direct.c) asks for at most this many FPDUs
+ * beyond the current segment, each at most SWP_RX_SPEC_FPDU_MAX octets on
+ * the wire (ULPDU_Length 65535, pad, CRC).  What it read in the wrong places
+ * is gathered into the context's spill buffer (allocated at the first
+ * speculation). */
+#define SWP_RX_SPEC_FPDUS    2
+#define SWP_RX_SPEC_FPDU_MAX (SWP_MPA_HDR_LEN + 65535u + 3u + SWP_MPA_CRC_LEN)
+#define SWP_RX_SPILL         (SWP_RX_SPEC_FPDUS * SWP_RX_SPEC_FPDU_MAX + SWP_RX_LOOKAHEAD)
 
 struct swp_rx {
     enum swp_rx_state state;
@@ -287,6 +300,9 @@ struct swp_rx {
     bool last;                       /* L flag of the current segment */
     uint64_t copied, direct;         /* payload octets placed from staging /
                                         read straight into the target */
+    uint64_t spec_hits, spec_misses; /* predicted FPDUs that were / were not
+                                        what came (qp_rx_direct.c) */
+    bool behind;                     /* the last direct read got all it asked */
     bool bulk;                       /* the current (or last) segment is large:
                                         read headers with a small lookahead so
                                         payload goes straight to its target */
@@ -377,7 +393,8 @@ struct siwarp_qp {
     struct swp_swqe *sq;  struct swp_ring sqr;   /* posted sends, oldest first */
     uint32_t sq_cur;                             /* index of WQE being transmitted */
     struct swp_rwqe *rq;  struct swp_ring rqr;   /* posted receives */
-    uint32_t *orq;        struct swp_ring orqr;  /* our outstanding Reads: sq idx */
+    uint32_t *orq;        struct swp_ring orqr;  /* our outstanding Reads: sq idx,
+                                                    or SWP_ORQ_RTR */
     struct swp_irqe *irq; struct swp_ring irqr;  /* peer Reads we serve */
     uint32_t irq_wr;      /* oldest irq entry whose response is not all written */
     struct siwarp_srq *srq;                      /* NULL: receives come from rq */
@@ -455,6 +472,16 @@ int  swp_rx_progress(struct siwarp_qp *qp);    /* 0, -EAGAIN, or fatal error */
  * first QP): 0 or -ENOMEM. */
 int  swp_rx_init(struct siwarp_qp *qp);
 extern int swp_rx_budget;
+int  swp_rx_sgl_iov(struct siwarp_qp *qp, const struct siwarp_sge *sge, uint32_t num_sge,
+                    uint64_t off, uint32_t len, struct iovec *iov, uint32_t max);
+int  swp_rx_fpdu_done(struct siwarp_qp *qp);    /* 0, or -EBADMSG (CRC) */
+int  swp_rx_parse(struct siwarp_qp *qp, const uint8_t *p, uint32_t n);
+
+/* qp_rx_direct.c: read the current large segment's payload straight into
+ * its target (and, for a Read Response, the segments predicted behind it).
+ * Octets read, 0 at end of stream, or a negative errno; *full says every
+ * octet asked for came. */
+ssize_t swp_rx_direct(struct siwarp_qp *qp, bool *full);
 
 /* cm.c */
 int  swp_cm_connect(struct siwarp_qp *qp, const struct sockaddr *addr, socklen_t len,
@@ -548,6 +575,7 @@ struct siwarp_ctx {
     struct swp_list tx_held;             /* QPs with coalesced sends to flush */
     bool direct_poll;                    /* SIWARP_DIRECT_POLL, default on */
     uint8_t *rx_stage;                   /* SWP_RX_STAGE bytes: struct swp_rx */
+    uint8_t *rx_spill;                   /* SWP_RX_SPILL bytes, or NULL */
     /* siwarp_ctx_set_idle_wait: spin this long without moving a byte while
      * a transfer is in flight, then sleep up to wait_ns (0: never) */
     uint64_t idle_spin_ns, idle_wait_ns;

@@ -74,6 +74,7 @@ void siwarp_ctx_destroy(struct siwarp_ctx *ctx)
     if (ctx->hw) { swp_hw_ctx_destroy(ctx); return; }
     swp_mem_fini(ctx);
     free(ctx->rx_stage);
+    free(ctx->rx_spill);
     close(ctx->kickfd);
     close(ctx->epfd);
     pthread_mutex_destroy(&ctx->lock);
