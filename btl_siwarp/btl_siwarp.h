@@ -283,6 +283,11 @@ int  mca_btl_siwarp_srq_reserve(mca_btl_siwarp_module_t *m, int *grant);
  * once explicit CREDIT messages returned GROW_AFTER times the grant (and at
  * least GROW_MIN credits) since the last growth: a few one-way messages
  * (a rendezvous, a barrier) are no stream. */
+/* Credits a peer gets at least (btl_siwarp_srq_min_credits=0): with 3 and
+ * explicit returns at 2 owed, a peer that also sends to us carries them
+ * back with its own Sends, and one that streams still has one in hand when
+ * they come; (3 + 1 control) buffers of 64 KiB keep a peer within 256 KiB. */
+#define MCA_BTL_SIWARP_SRQ_MIN_AUTO   3
 #define MCA_BTL_SIWARP_SRQ_GROW_AFTER 4
 #define MCA_BTL_SIWARP_SRQ_GROW_MIN   64
 int  mca_btl_siwarp_srq_more(mca_btl_siwarp_module_t *m, int grant);

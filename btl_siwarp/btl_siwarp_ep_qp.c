@@ -112,12 +112,15 @@ int mca_btl_siwarp_ep_post_recv_frag(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwa
 /* The AM credits the peer of a new QP gets: rq_depth with per-QP receives,
  * else its share of the SRQ, posted before the grant leaves in the MPA
  * private data.  Owed credits go back in an explicit CREDIT message at half
- * the grant at most (and at most btl_siwarp_credit_threshold): with a
- * threshold above the grant a peer sending one way would wait forever. */
+ * the grant, rounded up, at most (and at most btl_siwarp_credit_threshold):
+ * with a threshold above the grant a peer sending one way would wait
+ * forever.  Rounded up: a grant of 3 returns at 2, so that a peer sending
+ * back to us about as often as we send to it carries the credits itself
+ * (at 1 every Send not answered at once cost a CREDIT message). */
 void mca_btl_siwarp_ep_set_grant(mca_btl_siwarp_endpoint_t *ep, int grant)
 {
     ep->rq_grant = grant;
-    ep->credit_threshold = grant / 2 > 0 ? grant / 2 : 1;
+    ep->credit_threshold = (grant + 1) / 2;
     if (ep->credit_threshold > mca_btl_siwarp_component.credit_threshold) {
         ep->credit_threshold = mca_btl_siwarp_component.credit_threshold;
     }

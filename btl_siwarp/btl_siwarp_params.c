@@ -115,9 +115,14 @@ int mca_btl_siwarp_params_register(void)
             "btl_siwarp_rq_depth buffers per peer instead (always so on a verbs device, "
             "where libsiwarp has no shared receive queue).  0-65536",
             &c->srq_size, OPAL_INFO_LVL_4);
-    c->srq_min_credits = 1;
+    /* 0: MCA_BTL_SIWARP_SRQ_MIN_AUTO.  One credit made every Send to a
+     * peer that did not answer at once cost a CREDIT message, which the
+     * pool then took for one-way streaming and grew for: 8 ranks all to
+     * all ran at half btl tcp's speed for their first few hundred rounds. */
+    c->srq_min_credits = 0;
     reg_int("srq_min_credits", "Send credits every peer gets from the shared receive queue "
-            "however many peers share it (1 to btl_siwarp_rq_depth)",
+            "however many peers share it (0: 3, or btl_siwarp_rq_depth if that is less; "
+            "otherwise 1 to btl_siwarp_rq_depth)",
             &c->srq_min_credits, OPAL_INFO_LVL_5);
     c->srq_max = 256;
     reg_int("srq_max", "Eager receive buffers the shared receive queue may grow to for "
@@ -128,7 +133,7 @@ int mca_btl_siwarp_params_register(void)
     c->credit_threshold = 0;
     reg_int("credit_threshold", "Return credits in an explicit message once this many are "
             "owed and no Send carries them (0: half of btl_siwarp_rq_depth; never more than half "
-            "of the credits a peer was granted)",
+            "of the credits a peer was granted, rounded up)",
             &c->credit_threshold, OPAL_INFO_LVL_5);
     c->sq_depth = 512;
     reg_int("sq_depth", "Send queue depth per connection (Sends, RDMA Writes and Reads "
@@ -302,9 +307,9 @@ int mca_btl_siwarp_params_verify(void)
     if (c->srq_size < 0 || c->srq_size > 65536) {
         return bad("btl_siwarp_srq_size", c->srq_size, "0 (off) to 65536");
     }
-    if (c->srq_min_credits < 1 || c->srq_min_credits > c->rq_depth) {
+    if (c->srq_min_credits < 0 || c->srq_min_credits > c->rq_depth) {
         return bad("btl_siwarp_srq_min_credits", c->srq_min_credits,
-                   "1 to btl_siwarp_rq_depth");
+                   "0 (auto) or 1 to btl_siwarp_rq_depth");
     }
     if (c->srq_max < c->srq_size || c->srq_max > 65536) {
         return bad("btl_siwarp_srq_max", c->srq_max, "btl_siwarp_srq_size to 65536");
@@ -384,6 +389,10 @@ int mca_btl_siwarp_params_verify(void)
     (void) hdr;
     if (0 == c->credit_threshold) {
         c->credit_threshold = c->rq_depth / 2 > 0 ? c->rq_depth / 2 : 1;
+    }
+    if (0 == c->srq_min_credits) {
+        c->srq_min_credits = MCA_BTL_SIWARP_SRQ_MIN_AUTO < c->rq_depth
+                                 ? MCA_BTL_SIWARP_SRQ_MIN_AUTO : c->rq_depth;
     }
     return OPAL_SUCCESS;
 }

@@ -285,7 +285,36 @@ run "shared receive queue, ping-pong and exchange up to 8 MiB (srq_size=2)" 4 \
     --mca btl_siwarp_srq_size 2 "$OUT/mpi_pingpong" $BIG4
 run "per-peer receive queues (btl_siwarp_srq_size=0) under flood" 4 \
     --mca btl_siwarp_srq_size 0 --mca btl_siwarp_rq_depth 2 "$OUT/mpi_flood" 3000
+# The share's floor (btl_siwarp_srq_min_credits 0: 3, or rq_depth if less):
+# 16 buffers among 7 peers would give each 1 credit, and a peer with one
+# credit costs a CREDIT message for every Send that is not answered at once.
+srq_floor() {
+    log="$OUT/srq_floor_$1.log"
+    shift
+    timeout "$T" $MPIRUN -np 8 --oversubscribe --mca btl_base_verbose 20 "$@" \
+        "$OUT/mpi_coll" > "$log" 2>&1
+}
+srq_floor default
+rc=$?
+if [ $rc -eq 0 ] && grep -q "collectives: ok" "$OUT/srq_floor_default.log" &&
+   grep -q "shared receive queue: 3 credits granted (+1 control)" "$OUT/srq_floor_default.log" &&
+   ! grep -q "shared receive queue: [12] credits granted" "$OUT/srq_floor_default.log"; then
+    ok "np=8: every peer gets 3 credits from the shared receive queue by default"
+else
+    not_ok "np=8: default share of the shared receive queue (exit $rc)"
+    diag "$OUT/srq_floor_default.log"
+fi
+srq_floor rq2 --mca btl_siwarp_rq_depth 2
+rc=$?
+if [ $rc -eq 0 ] && grep -q "collectives: ok" "$OUT/srq_floor_rq2.log" &&
+   grep -q "shared receive queue: 2 credits granted (+1 control)" "$OUT/srq_floor_rq2.log"; then
+    ok "np=8, rq_depth=2: the default floor of 3 credits yields to rq_depth"
+else
+    not_ok "np=8, rq_depth=2: share of the shared receive queue (exit $rc)"
+    diag "$OUT/srq_floor_rq2.log"
+fi
 bad_param btl_siwarp_srq_size -1
+bad_param btl_siwarp_srq_min_credits -1
 bad_param btl_siwarp_srq_max 8      # below btl_siwarp_srq_size (16)
 bad_param btl_siwarp_tcp_congestion no-such-cc      # not in this kernel
 bad_param btl_siwarp_tcp_congestion cubic,,reno     # malformed
