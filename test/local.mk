@@ -23,7 +23,7 @@ AM_TESTS_ENVIRONMENT = top_srcdir='$(top_srcdir)' top_builddir='$(top_builddir)'
 # file.  Built with `make all` (it is small) so that any program using the
 # default LDADD links, tests or not.
 noinst_LTLIBRARIES += test/libharness.la
-test_libharness_la_SOURCES = test/harness.c test/harness.h
+test_libharness_la_SOURCES = test/harness.c test/harness.h test/qp_pair.c test/qp_pair.h
 
 LDADD = test/libharness.la common/libswpcore.la -lpthread
 

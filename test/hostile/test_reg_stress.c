@@ -10,51 +10,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "harness.h"
+#include "qp_pair.h"
 #include "swp.h"
 
 #define ACC (SIWARP_ACCESS_LOCAL_WRITE | SIWARP_ACCESS_REMOTE_WRITE | SIWARP_ACCESS_REMOTE_READ)
 
-struct pair {
-    struct siwarp_ctx *ctx;
-    struct siwarp_pd *pd;
-    struct siwarp_cq *cq[2];
-    struct siwarp_qp *qp[2];
-};
-
-static void pair_setup(struct pair *p, bool crc, bool markers)
+static void pair_setup(struct swp_test_pair *p, bool crc, bool markers)
 {
-    struct siwarp_qp_init_attr a = { 0 };
-    struct swp_nego n;
-    int fd[2];
-
-    ASSERT_OK(siwarp_ctx_create(&p->ctx));
-    ASSERT_OK(siwarp_alloc_pd(p->ctx, &p->pd));
-    for (int i = 0; i < 2; i++) {
-        ASSERT_OK(siwarp_create_cq(p->ctx, 256, &p->cq[i]));
-        a.send_cq = a.recv_cq = p->cq[i];
-        a.max_send_wr = a.max_recv_wr = 64;
-        a.max_sge = 1;
-        ASSERT_OK(siwarp_create_qp(p->pd, &a, &p->qp[i]));
-    }
-    ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fd));
-    memset(&n, 0, sizeof(n));
-    n.mpa_rev = 2;
-    n.crc = crc;
-    n.markers_tx = n.markers_rx = markers;
-    n.ird = n.ord = 8;
-    n.mulpdu = 16000;
-    n.max_rx_ulpdu = 65535;
-    n.initiator = true;
-    ASSERT_OK(swp_qp_attach_fd(p->qp[0], fd[0], &n));
-    n.initiator = false;
-    ASSERT_OK(swp_qp_attach_fd(p->qp[1], fd[1], &n));
+    const struct swp_test_pair_opts o = { .cqe = 256, .depth = 64, .ird_ord = 8,
+                                          .mulpdu = 16000, .crc = crc, .markers = markers };
+    swp_test_pair_setup(p, &o);
 }
 
-static struct siwarp_wc wait_wc(struct pair *p, int side)
+static struct siwarp_wc wait_wc(struct swp_test_pair *p, int side)
 {
     struct siwarp_wc wc;
 
@@ -86,7 +57,7 @@ struct buf {
     struct siwarp_mr *mr;
 };
 
-static void buf_get(struct pair *pr, struct buf *b, size_t len)
+static void buf_get(struct swp_test_pair *pr, struct buf *b, size_t len)
 {
     size_t skew = rnd() % 64;
 
@@ -120,7 +91,7 @@ static void fill(uint8_t *p, size_t n, uint32_t seed)
         p[i] = (uint8_t)(seed + i * 131 + (i >> 8));
 }
 
-static void post(struct pair *p, int side, enum siwarp_wr_opcode op, struct buf *l, size_t len,
+static void post(struct swp_test_pair *p, int side, enum siwarp_wr_opcode op, struct buf *l, size_t len,
                  struct buf *r)
 {
     struct siwarp_sge s = { l->p, (uint32_t)len, siwarp_mr_stag(l->mr) };
@@ -134,7 +105,7 @@ static void post(struct pair *p, int side, enum siwarp_wr_opcode op, struct buf 
     ASSERT_OK(siwarp_post_send(p->qp[side], &w, NULL));
 }
 
-static void post_recv(struct pair *p, int side, struct buf *b, size_t len)
+static void post_recv(struct swp_test_pair *p, int side, struct buf *b, size_t len)
 {
     struct siwarp_sge s = { b->p, (uint32_t)len, siwarp_mr_stag(b->mr) };
     struct siwarp_recv_wr r = { .wr_id = 99, .sg_list = &s, .num_sge = 1 };
@@ -153,7 +124,7 @@ static void expect(struct siwarp_wc wc, enum siwarp_wc_opcode op, uint32_t len)
 
 static void churn(bool crc, bool markers, double seconds)
 {
-    struct pair p;
+    struct swp_test_pair p;
     uint64_t end;
     unsigned iters = 0;
     uint64_t bytes = 0;
@@ -227,7 +198,7 @@ static void churn(bool crc, bool markers, double seconds)
  * bytes, so the receiver placed corrupted data without noticing.) */
 TEST(markers_small_write_intact)
 {
-    struct pair p;
+    struct swp_test_pair p;
     struct buf a, b, c;
 
     pair_setup(&p, true, true);
@@ -262,7 +233,7 @@ TEST(churn_markers_crc) { churn(true, true, 1.5); }
  * be refused (DDP tagged "invalid STag"), the new buffer untouched. */
 TEST(stale_stag_after_address_reuse)
 {
-    struct pair p;
+    struct swp_test_pair p;
     struct buf a, b;
     uint32_t old_stag = 0;
     uint8_t *old_base;

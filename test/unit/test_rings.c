@@ -9,55 +9,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "harness.h"
+#include "qp_pair.h"
 #include "swp.h"
 
 #define ACC_ALL (SIWARP_ACCESS_LOCAL_WRITE | SIWARP_ACCESS_REMOTE_WRITE | SIWARP_ACCESS_REMOTE_READ)
 
-struct pair {
-    struct siwarp_ctx *ctx;
-    struct siwarp_pd *pd;
-    struct siwarp_cq *cq[2];
-    struct siwarp_qp *qp[2];
-};
-
-static void pair_setup(struct pair *p, int sndbuf)
+static void pair_setup(struct swp_test_pair *p, int sndbuf)
 {
-    struct siwarp_qp_init_attr a = { 0 };
-    struct swp_nego n;
-    int fd[2];
-
-    ASSERT_OK(siwarp_ctx_create(&p->ctx));
-    ASSERT_OK(siwarp_alloc_pd(p->ctx, &p->pd));
-    for (int i = 0; i < 2; i++) {
-        ASSERT_OK(siwarp_create_cq(p->ctx, 64, &p->cq[i]));
-        a.send_cq = a.recv_cq = p->cq[i];
-        a.max_send_wr = 64;
-        a.max_recv_wr = 64;
-        a.max_sge = 1;
-        ASSERT_OK(siwarp_create_qp(p->pd, &a, &p->qp[i]));
-    }
-    ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fd));
-    if (sndbuf) {
-        ASSERT_OK(setsockopt(fd[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)));
-        ASSERT_OK(setsockopt(fd[1], SOL_SOCKET, SO_RCVBUF, &sndbuf, sizeof(sndbuf)));
-    }
-    memset(&n, 0, sizeof(n));
-    n.mpa_rev = 2;
-    n.crc = true;
-    n.ird = n.ord = 16;
-    n.mulpdu = 65000;
-    n.max_rx_ulpdu = 65535;
-    n.initiator = true;
-    ASSERT_OK(swp_qp_attach_fd(p->qp[0], fd[0], &n));
-    n.initiator = false;
-    ASSERT_OK(swp_qp_attach_fd(p->qp[1], fd[1], &n));
+    const struct swp_test_pair_opts o = { .cqe = 64, .depth = 64, .ird_ord = 16,
+                                          .mulpdu = 65000, .sndbuf = sndbuf, .crc = true };
+    swp_test_pair_setup(p, &o);
 }
 
-static struct siwarp_mr *reg(struct pair *p, void *b, size_t n)
+static struct siwarp_mr *reg(struct swp_test_pair *p, void *b, size_t n)
 {
     struct siwarp_mr *mr;
     ASSERT_OK(siwarp_reg_mr(p->pd, b, n, ACC_ALL, &mr));
@@ -66,7 +33,7 @@ static struct siwarp_mr *reg(struct pair *p, void *b, size_t n)
 
 /* Take want completions from side's CQ, at most chunk per poll, checking
  * that their wr_ids run from *next on; fail after ~10 s. */
-static void take_in_order(struct pair *p, int side, int want, int chunk, uint64_t *next)
+static void take_in_order(struct swp_test_pair *p, int side, int want, int chunk, uint64_t *next)
 {
     struct siwarp_wc wc[8];
 
@@ -91,7 +58,7 @@ static void take_in_order(struct pair *p, int side, int want, int chunk, uint64_
  * came in order. */
 TEST(drained_cq_and_empty_sq_restart_at_slot_zero)
 {
-    struct pair p;
+    struct swp_test_pair p;
     uint64_t next_send = 0, next_recv = 1000;
     uint8_t s[16], r[64][16];
 
@@ -131,7 +98,7 @@ TEST(drained_cq_and_empty_sq_restart_at_slot_zero)
  * is in does the queue start over.  The data read changes every round. */
 TEST(outstanding_read_keeps_its_slot)
 {
-    struct pair p;
+    struct swp_test_pair p;
     uint64_t next_send = 0, next_recv = 1000;
     uint8_t src[4096], dst[4096], s[8], r[8];
 
@@ -173,7 +140,7 @@ TEST(outstanding_read_keeps_its_slot)
  * stream arrives whole and in order. */
 TEST(partly_written_sends_survive_the_restart)
 {
-    struct pair p;
+    struct swp_test_pair p;
     const size_t len = 65536;
     uint64_t next_send = 0, next_recv = 1000;
     uint8_t *s = malloc(4 * len), *r = calloc(4, len);

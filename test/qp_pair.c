@@ -1,0 +1,42 @@
+/*
+ * qp_pair.c - see qp_pair.h.
+ */
+#include <string.h>
+#include <sys/socket.h>
+
+#include "harness.h"
+#include "qp_pair.h"
+#include "swp.h"
+
+void swp_test_pair_setup(struct swp_test_pair *p, const struct swp_test_pair_opts *o)
+{
+    struct siwarp_qp_init_attr a = { 0 };
+    struct swp_nego n;
+    int fd[2];
+
+    ASSERT_OK(siwarp_ctx_create(&p->ctx));
+    ASSERT_OK(siwarp_alloc_pd(p->ctx, &p->pd));
+    for (int i = 0; i < 2; i++) {
+        ASSERT_OK(siwarp_create_cq(p->ctx, o->cqe, &p->cq[i]));
+        a.send_cq = a.recv_cq = p->cq[i];
+        a.max_send_wr = a.max_recv_wr = o->depth;
+        a.max_sge = 1;
+        ASSERT_OK(siwarp_create_qp(p->pd, &a, &p->qp[i]));
+    }
+    ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fd));
+    if (o->sndbuf) {
+        ASSERT_OK(setsockopt(fd[0], SOL_SOCKET, SO_SNDBUF, &o->sndbuf, sizeof(o->sndbuf)));
+        ASSERT_OK(setsockopt(fd[1], SOL_SOCKET, SO_RCVBUF, &o->sndbuf, sizeof(o->sndbuf)));
+    }
+    memset(&n, 0, sizeof(n));
+    n.mpa_rev = 2;
+    n.crc = o->crc;
+    n.markers_tx = n.markers_rx = o->markers;
+    n.ird = n.ord = o->ird_ord;
+    n.mulpdu = o->mulpdu;
+    n.max_rx_ulpdu = 65535;
+    n.initiator = true;
+    ASSERT_OK(swp_qp_attach_fd(p->qp[0], fd[0], &n));
+    n.initiator = false;
+    ASSERT_OK(swp_qp_attach_fd(p->qp[1], fd[1], &n));
+}

@@ -1,0 +1,33 @@
+/*
+ * qp_pair.h - the fixture of the data-path tests: two software QPs of one
+ * context joined by a socketpair and attached as if MPA had negotiated
+ * (no MPA frames on the wire), qp[0] the initiator.
+ */
+#ifndef SWP_TEST_QP_PAIR_H
+#define SWP_TEST_QP_PAIR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "siwarp/siwarp.h"
+
+struct swp_test_pair {
+    struct siwarp_ctx *ctx;
+    struct siwarp_pd *pd;
+    struct siwarp_cq *cq[2];
+    struct siwarp_qp *qp[2];
+};
+
+struct swp_test_pair_opts {
+    int cqe;                /* entries per CQ */
+    uint32_t depth;         /* max_send_wr and max_recv_wr */
+    uint32_t ird_ord;       /* as MPA would have agreed them */
+    uint32_t mulpdu;
+    int sndbuf;             /* qp[0]'s SO_SNDBUF and qp[1]'s SO_RCVBUF; 0: default */
+    bool crc, markers;
+};
+
+/* Fails the test case on any error. */
+void swp_test_pair_setup(struct swp_test_pair *p, const struct swp_test_pair_opts *o);
+
+#endif
