@@ -222,6 +222,10 @@ static void listener_io(struct swp_pollable *p, uint32_t events)
         swp_list_add_tail(&l->pending, &r->link);
         l->npending++;
         swp_timer_arm(l->ctx, &r->timer, (uint64_t)l->param.timeout_ms, req_timeout);
+        /* The initiator writes its Request as soon as TCP connects, so by
+         * the time we accept it is usually waiting: read it now rather than
+         * on the next epoll pass (r may be gone after this) */
+        req_io(&r->pl, EPOLLIN);
     }
 }
 

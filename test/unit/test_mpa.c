@@ -1282,6 +1282,31 @@ TEST(take_conn_request_only_after_progress)
     siwarp_listener_destroy(l);
 }
 
+/* A Request that waits in the socket when the listener accepts it is read
+ * in that same pass: one progress call, and it can be taken (the BTL
+ * relies on this to take a peer's connection instead of connecting too). */
+TEST(waiting_request_read_in_the_accepting_pass)
+{
+    struct env e;
+    struct sockaddr_in at;
+    struct siwarp_listener *l;
+    struct siwarp_conn_req *req = NULL;
+    int fd;
+
+    env_init(&e);
+    l = listen_lo(&e, 2000, &at);
+    fd = raw_connect(&at);
+    ASSERT_EQ(send(fd, siw_req, sizeof(siw_req), 0), (ssize_t)sizeof(siw_req));
+    usleep(20000);                      /* the bytes are in the accepted socket */
+    ASSERT_EQ(siwarp_take_conn_request(l, &req), -EAGAIN);
+    siwarp_progress(e.ctx);
+    ASSERT_OK(siwarp_take_conn_request(l, &req));
+    ASSERT(req != NULL);
+    siwarp_reject(req, NULL, 0);
+    close(fd);
+    siwarp_listener_destroy(l);
+}
+
 TEST(connect_siw_style_p2p_write_rtr)
 {
     struct env e;
