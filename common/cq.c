@@ -130,7 +130,8 @@ int siwarp_poll_cq(struct siwarp_cq *cq, int n, struct siwarp_wc *wc)
 int siwarp_cq_fd(const struct siwarp_cq *cq)
 {
     if (cq && cq->ctx->hw) return swp_hw_cq_fd(cq);
-    return cq ? cq->ctx->epfd : -EINVAL;
+    /* the context's fd: handing it out keeps every socket in its set */
+    return cq ? swp_ctx_export_fd(cq->ctx) : -EINVAL;
 }
 
 static bool swp_cq_nonempty(void *arg)

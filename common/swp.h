@@ -67,6 +67,7 @@ struct swp_pollable {
     int fd;
     uint32_t events;      /* EPOLLIN / EPOLLOUT currently armed */
     bool added;           /* fd is in the epoll set */
+    bool parked;          /* out of the set while the fast path reads it */
     swp_poll_fn fn;
 };
 
@@ -83,6 +84,10 @@ int  swp_poll_add(struct siwarp_ctx *ctx, struct swp_pollable *p, int fd,
                   uint32_t events, swp_poll_fn fn);
 int  swp_poll_mod(struct siwarp_ctx *ctx, struct swp_pollable *p, uint32_t events);
 void swp_poll_del(struct siwarp_ctx *ctx, struct swp_pollable *p);
+/* every parked QP socket back into the epoll set; 0 or -errno */
+int  swp_ctx_unpark(struct siwarp_ctx *ctx);
+/* the context's fd handed out: from now on it must see every socket */
+int  swp_ctx_export_fd(struct siwarp_ctx *ctx);
 void swp_timer_arm(struct siwarp_ctx *ctx, struct swp_timer *t, uint64_t after_ms,
                    swp_timer_fn fn);
 void swp_timer_cancel(struct swp_timer *t);
@@ -574,6 +579,8 @@ struct siwarp_ctx {
     uint64_t epoch;                      /* progress calls, for send coalescing */
     struct swp_list tx_held;             /* QPs with coalesced sends to flush */
     bool direct_poll;                    /* SIWARP_DIRECT_POLL, default on */
+    bool fd_exported;                    /* siwarp_ctx_fd/cq_fd asked: never park */
+    uint32_t parked;                     /* QP sockets parked out of epfd */
     uint8_t *rx_stage;                   /* SWP_RX_STAGE bytes: struct swp_rx */
     uint8_t *rx_spill;                   /* SWP_RX_SPILL bytes, or NULL */
     /* siwarp_ctx_set_idle_wait: spin this long without moving a byte while

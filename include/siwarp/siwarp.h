@@ -43,8 +43,11 @@ int  siwarp_progress(struct siwarp_ctx *ctx);
 /* Block up to timeout_ms (-1: forever) until something may be progressed,
  * then progress.  Returns as siwarp_progress. */
 int  siwarp_wait(struct siwarp_ctx *ctx, int timeout_ms);
-/* A file descriptor that polls readable when siwarp_progress has work. */
-int  siwarp_ctx_fd(const struct siwarp_ctx *ctx);
+/* A file descriptor that polls readable when siwarp_progress has work.
+ * Asking for it keeps every socket of the context in its epoll set from
+ * then on; a context whose fd nobody asked for lets busy-polled sockets
+ * out of the set, which makes each arriving segment cheaper. */
+int  siwarp_ctx_fd(struct siwarp_ctx *ctx);
 /* Spin, then sleep, while a transfer waits on the kernel.  Once spin_us of
  * non-blocking progress calls in a row moved nothing while some transfer is
  * in flight (a send blocked on a full socket, an RDMA Read awaiting its

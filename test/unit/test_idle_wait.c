@@ -130,6 +130,12 @@ static void run_op(enum siwarp_wr_opcode op)
     sge = (struct siwarp_sge){ a->buf, BIG, siwarp_mr_stag(a->mr) };
     wr.rdma.remote_addr = (uintptr_t)b->buf;
     wr.rdma.rkey = siwarp_mr_stag(b->mr);
+    /* busy polls first, as a running MPI job has made: the fast path
+     * parks the socket out of the epoll set (progress.c), and the sleep
+     * must put it back, or nothing could wake it */
+    for (int i = 0; i < 200; i++)
+        ASSERT(siwarp_progress(a->ctx) >= 0);
+    ASSERT_EQ(a->ctx->parked, 1);
     /* spin 0, sleep up to 10 s: only a socket becoming ready can end the
      * sleep in time, so a finish well under 10 s proves the wake-up */
     ASSERT_OK(siwarp_ctx_set_idle_wait(a->ctx, 0, 10000000));

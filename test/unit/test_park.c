@@ -1,0 +1,168 @@
+/*
+ * test_park.c - busy-polled sockets leave the context's epoll set
+ * (progress.c, "parking") and come back whenever something relies on
+ * epoll: a sleep, or a context fd handed out.  Whether a socket is in the
+ * set is read from the kernel (/proc/self/fdinfo of the epoll fd), not
+ * from the library's own bookkeeping.  Two QPs over a socketpair, no MPA
+ * setup (as test_datapath.c).
+ */
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "qp_pair.h"
+#include "swp.h"
+
+#define ACC_ALL (SIWARP_ACCESS_LOCAL_WRITE | SIWARP_ACCESS_REMOTE_WRITE | SIWARP_ACCESS_REMOTE_READ)
+
+/* Is fd registered in the epoll set epfd?  fdinfo lists one "tfd:" line
+ * per registered fd. */
+static bool in_set(int epfd, int fd)
+{
+    char path[64], line[256];
+    bool found = false;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", epfd);
+    f = fopen(path, "r");
+    ASSERT(f != NULL);
+    while (fgets(line, sizeof(line), f)) {
+        int tfd;
+        if (sscanf(line, "tfd: %d", &tfd) == 1 && tfd == fd)
+            found = true;
+    }
+    fclose(f);
+    return found;
+}
+
+static void spin(struct swp_test_pair *p, int n)
+{
+    for (int i = 0; i < n; i++)
+        ASSERT(siwarp_progress(p->ctx) >= 0);
+}
+
+struct msg {
+    uint8_t s[32], r[32];
+    struct siwarp_mr *ms, *mr;
+};
+
+static void msg_setup(struct swp_test_pair *p, struct msg *m)
+{
+    memset(m, 0, sizeof(*m));
+    ASSERT_OK(siwarp_reg_mr(p->pd, m->s, sizeof(m->s), ACC_ALL, &m->ms));
+    ASSERT_OK(siwarp_reg_mr(p->pd, m->r, sizeof(m->r), ACC_ALL, &m->mr));
+}
+
+/* qp[0] sends 32 bytes of value v to a receive posted on qp[1]. */
+static void msg_post(struct swp_test_pair *p, struct msg *m, int v)
+{
+    struct siwarp_sge rs = { m->r, sizeof(m->r), siwarp_mr_stag(m->mr) };
+    struct siwarp_recv_wr rw = { .wr_id = 100 + (uint64_t)v, .sg_list = &rs, .num_sge = 1 };
+    struct siwarp_sge ss = { m->s, sizeof(m->s), siwarp_mr_stag(m->ms) };
+    struct siwarp_send_wr sw = { .wr_id = (uint64_t)v, .sg_list = &ss, .num_sge = 1,
+                                 .opcode = SIWARP_WR_SEND };
+
+    memset(m->s, v, sizeof(m->s));
+    ASSERT_OK(siwarp_post_recv(p->qp[1], &rw, NULL));
+    ASSERT_OK(siwarp_post_send(p->qp[0], &sw, NULL));
+}
+
+static void msg_check(struct msg *m, const struct siwarp_wc *wc, int v)
+{
+    uint8_t want[32];
+
+    ASSERT_EQ(wc->status, SIWARP_WC_SUCCESS);
+    ASSERT_EQ(wc->wr_id, 100 + (uint64_t)v);
+    ASSERT_EQ(wc->byte_len, sizeof(want));
+    memset(want, v, sizeof(want));
+    ASSERT_MEM_EQ(m->r, want, sizeof(want));
+}
+
+static void pair_setup(struct swp_test_pair *p)
+{
+    const struct swp_test_pair_opts o = { .cqe = 64, .depth = 64, .ird_ord = 16,
+                                          .mulpdu = 65000, .crc = true };
+    swp_test_pair_setup(p, &o);
+}
+
+/* After a few hundred busy polls both QP sockets are out of the set (the
+ * wake-up eventfd stays), and messages still flow through the fast path. */
+TEST(busy_polled_sockets_leave_the_epoll_set)
+{
+    struct swp_test_pair p;
+    struct siwarp_wc wc;
+    struct msg m;
+    int fd0, fd1;
+
+    pair_setup(&p);
+    msg_setup(&p, &m);
+    fd0 = siwarp_qp_fd(p.qp[0]);
+    fd1 = siwarp_qp_fd(p.qp[1]);
+    ASSERT(in_set(p.ctx->epfd, fd0) && in_set(p.ctx->epfd, fd1));
+    spin(&p, 200);
+    ASSERT(!in_set(p.ctx->epfd, fd0));
+    ASSERT(!in_set(p.ctx->epfd, fd1));
+    ASSERT(in_set(p.ctx->epfd, p.ctx->kickfd));
+    for (int v = 1; v <= 50; v++) {
+        int n = 0;
+        msg_post(&p, &m, v);
+        for (int i = 0; i < 100000 && n == 0; i++)
+            ASSERT((n = siwarp_poll_cq(p.cq[1], 1, &wc)) >= 0);
+        ASSERT_EQ(n, 1);
+        msg_check(&m, &wc, v);
+    }
+    ASSERT(!in_set(p.ctx->epfd, fd1));
+}
+
+/* A blocking wait must not sleep in a set that lacks the sockets: with a
+ * message already queued on qp[1]'s socket, siwarp_cq_wait returns it at
+ * once, and the sockets are back in the set. */
+TEST(a_sleep_puts_the_sockets_back)
+{
+    struct swp_test_pair p;
+    struct siwarp_wc wc;
+    struct msg m;
+
+    pair_setup(&p);
+    msg_setup(&p, &m);
+    spin(&p, 200);
+    ASSERT(!in_set(p.ctx->epfd, siwarp_qp_fd(p.qp[1])));
+    msg_post(&p, &m, 7);
+    ASSERT_OK(siwarp_cq_wait(p.cq[1], 3000));
+    ASSERT_EQ(siwarp_poll_cq(p.cq[1], 1, &wc), 1);
+    msg_check(&m, &wc, 7);
+    ASSERT(in_set(p.ctx->epfd, siwarp_qp_fd(p.qp[1])));
+}
+
+/* Whoever asks for the fd may poll it without calling the library: the
+ * sockets go back at once and never leave again, and poll() on the fd
+ * sees a message arrive. */
+TEST(a_handed_out_fd_sees_every_socket)
+{
+    struct swp_test_pair p;
+    struct pollfd pf;
+    struct siwarp_wc wc;
+    struct msg m;
+    int n = 0;
+
+    pair_setup(&p);
+    msg_setup(&p, &m);
+    spin(&p, 200);
+    ASSERT(!in_set(p.ctx->epfd, siwarp_qp_fd(p.qp[1])));
+    pf.fd = siwarp_cq_fd(p.cq[1]);
+    pf.events = POLLIN;
+    ASSERT_EQ(pf.fd, p.ctx->epfd);
+    ASSERT(in_set(pf.fd, siwarp_qp_fd(p.qp[0])) && in_set(pf.fd, siwarp_qp_fd(p.qp[1])));
+    spin(&p, 200);
+    ASSERT(in_set(pf.fd, siwarp_qp_fd(p.qp[1])));
+    msg_post(&p, &m, 9);
+    ASSERT_EQ(poll(&pf, 1, 3000), 1);
+    for (int i = 0; i < 100000 && n == 0; i++)
+        ASSERT((n = siwarp_poll_cq(p.cq[1], 1, &wc)) >= 0);
+    ASSERT_EQ(n, 1);
+    msg_check(&m, &wc, 9);
+}
+
+SWP_TEST_MAIN()
