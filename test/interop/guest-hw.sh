@@ -15,7 +15,7 @@ echo "SIWHW: siw params: $(cd /sys/module/siw/parameters 2>/dev/null && for p in
 ibv_devinfo -d siw0 2>&1 | grep -E 'hca_id|transport' >"$R/devinfo"
 
 up() { cut -d' ' -f1 /proc/uptime; }
-. /mnt/host/lib-guest.sh     # wait_file, listening
+. /mnt/host/lib-guest.sh     # wait_file, listening, rping_server_rc
 wait_listen() {  # PORT PID
     i=0
     while ! listening "$1" && [ $i -lt 200 ] && kill -0 "$2" 2>/dev/null; do
@@ -41,6 +41,7 @@ pair() {
     crc=$?
     wait $spid
     src=$?
+    case $3 in "rping -s "*) src=$(rping_server_rc $src "/tmp/out.$id.s") ;; esac
     { echo "== server: $3 (rc $src)"; cat "/tmp/out.$id.s"; echo "== client: $4 (rc $crc)"; cat "/tmp/out.$id.c"; } >"/tmp/out.$id"
     finish "$id" $(( src != 0 || crc != 0 )) "$t0"
 }

@@ -25,7 +25,7 @@ echo "SIWIOP: siw params: $(cd /sys/module/siw/parameters 2>/dev/null && for p i
 [ -d "$R" ] && : >"$R/up"
 echo "SIWIOP: siwfix=$(for x in $(cat /proc/cmdline); do case $x in siwfix=*) echo "${x#*=}";; esac; done)"
 
-. /mnt/host/lib-guest.sh     # wait_file, listening
+. /mnt/host/lib-guest.sh     # wait_file, listening, rping_server_rc
 
 # run_one ID KIND ARGS...: one step, its result in $R/out.ID and $R/done.ID
 run_one() {
@@ -38,7 +38,7 @@ run_one() {
         timeout "$STEP_TIMEOUT" rping -s -a 10.0.2.15 -p 7174 "$@" >/tmp/out.$id 2>&1 </dev/null &
         # rping -s exits when its client disconnects
         serve "$id" $! 7174 100 20 "SIWIOP: rping -s stopped after the host finished"
-        rc=$?
+        rc=$(rping_server_rc $? "/tmp/out.$id")
         ;;
     gc)
         if wait_file "$R/go.$id" 600; then
