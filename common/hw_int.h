@@ -5,11 +5,9 @@
 #ifndef SWP_HW_INT_H
 #define SWP_HW_INT_H
 
-#include <infiniband/verbs.h>
-#include <rdma/rdma_cma.h>
-
 #include "swp.h"
 #include "hw.h"
+#include "hw_dl.h"      /* rdma-core's headers, and its functions by dlopen */
 
 /* rdma_conn_param.private_data_len is 8 bits */
 #define SWP_HW_MAX_PD  255

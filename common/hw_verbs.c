@@ -78,7 +78,7 @@ int swp_hw_ctx_create(const char *dev, struct siwarp_ctx **out)
     struct epoll_event ev = { .events = EPOLLIN };
     int n = 0, rc;
 
-    if ((rc = swp_hw_find(dev, name, sizeof(name))) < 0)
+    if ((rc = swp_rdma_core_load()) < 0 || (rc = swp_hw_find(dev, name, sizeof(name))) < 0)
         return rc;
     h = calloc(1, sizeof(*h));
     ctx = calloc(1, sizeof(*ctx));

@@ -3,10 +3,15 @@
  * stays software unless SIWARP_DEVICE says otherwise, a device that does
  * not exist fails cleanly with -ENODEV, "auto" falls back to software when
  * there is no iWARP verbs device, "soft" is software whatever the
- * environment says.  (The verbs backend itself runs in the siw guest:
+ * environment says, and rdma-core is loaded only once a verbs device is
+ * asked for.  (The verbs backend itself runs in the siw guest:
  * test/interop/run-hw.sh.)
  */
+#include "config.h"     /* HAVE_VERBS */
+
 #include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,6 +83,39 @@ TEST(auto_falls_back)
     siwarp_ctx_destroy(ctx);
     if (strcmp(b, "soft"))
         SKIP("this machine has iWARP verbs device %s: no fallback to check", b);
+}
+
+/* Is a library whose file name contains name mapped into this process? */
+static bool mapped(const char *name)
+{
+    char line[512];
+    bool found = false;
+    FILE *f = fopen("/proc/self/maps", "r");
+
+    ASSERT(f != NULL);
+    while (!found && fgets(line, sizeof(line), f))
+        found = strstr(line, name) != NULL;
+    fclose(f);
+    return found;
+}
+
+/* A software context never loads rdma-core (hw_dl.h: it costs each MPI
+ * rank milliseconds of start-up); looking for a verbs device does. */
+TEST(rdma_core_loaded_only_for_a_verbs_device)
+{
+    struct siwarp_ctx *ctx;
+
+    unsetenv("SIWARP_DEVICE");
+    ASSERT(!mapped("libibverbs") && !mapped("librdmacm"));
+    ASSERT_OK(siwarp_ctx_create(&ctx));
+    ASSERT(siwarp_progress(ctx) >= 0);
+    siwarp_ctx_destroy(ctx);
+    ASSERT(!mapped("libibverbs") && !mapped("librdmacm"));
+    ASSERT_OK(siwarp_ctx_create_dev("auto", &ctx));   /* software here */
+    siwarp_ctx_destroy(ctx);
+#ifdef HAVE_VERBS
+    ASSERT(mapped("libibverbs") && mapped("librdmacm"));
+#endif
 }
 
 TEST(bad_arguments)
