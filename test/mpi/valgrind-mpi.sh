@@ -31,7 +31,7 @@ rc=$?
 # valgrind's preload (a syscall-parameter error starts in libc's wrapper)
 tops=$(awk '/^==[0-9]+== [A-Z].*(uninitialised|Invalid|points to|Mismatched|overlap|free)/ {want=1; next}
             want && /^==[0-9]+== +(at|by) 0x/ {
-                if ($0 ~ /__libc_|libc\.so|vgpreload|\((sendmsg|sendto|writev|write|recv|syscall-template)\.[cS]/) next
+                if ($0 ~ /__libc_|libc\.so|vgpreload|\((sendmsg|sendto|send|writev|write|recv|syscall-template)\.[cS]/) next
                 sub(/^==[0-9]+== +(at|by) 0x[0-9A-F]+: /, ""); print; want=0 }' \
        "$OUT"/valgrind.*.log 2>/dev/null)
 ours=$(printf '%s\n' "$tops" | grep -E '^(swp_|siwarp_|mca_btl_siwarp|tx_|rx_|cm_)' || true)
