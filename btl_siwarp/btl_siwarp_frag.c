@@ -29,16 +29,16 @@ int mca_btl_siwarp_frag_init(opal_free_list_item_t *item, void *ctx)
 
     frag->list = (opal_free_list_t *) ctx;
     frag->hdr = (mca_btl_siwarp_hdr_t *) item->ptr;
-    /* The first page is zeroed once, when the buffer is first handed
-     * out (mca_btl_siwarp_frag_alloc_eager): padding bytes that headers
-     * (ours, ob1's: all within it) never write would otherwise carry old
-     * heap contents onto the wire (valgrind: sendmsg points to
-     * uninitialised bytes).  Not here: the list starts with 64 buffers,
-     * and touching each at MPI_Init cost every rank 64 page faults for
-     * buffers most jobs never use.  Payload is always written before it
-     * is sent; leaving the rest untouched keeps a peer's receive buffers
-     * from costing resident memory and a memset at connect. */
-    frag->fresh = item->ptr && frag->list->fl_payload_buffer_size;
+    /* The first page is zeroed once, when the list grows: padding bytes
+     * that headers (ours, ob1's: all within it) never write would otherwise
+     * carry old heap contents onto the wire (valgrind: sendmsg points to
+     * uninitialised bytes).  Payload is always written before it is sent;
+     * leaving the rest untouched keeps a peer's 68 receive buffers from
+     * costing 4 MiB of resident memory and a 4 MiB memset at connect. */
+    if (item->ptr && frag->list->fl_payload_buffer_size) {
+        size_t n = frag->list->fl_payload_buffer_size;
+        memset(item->ptr, 0, n < 4096 ? n : 4096);
+    }
     frag->lkey = reg ? reg->handle.stag : 0;
     return OPAL_SUCCESS;
 }
@@ -49,11 +49,6 @@ mca_btl_siwarp_frag_t *mca_btl_siwarp_frag_alloc_eager(mca_btl_siwarp_module_t *
         (mca_btl_siwarp_frag_t *) opal_free_list_get(&m->eager_frags);
     if (OPAL_UNLIKELY(NULL == frag)) {
         return NULL;
-    }
-    if (OPAL_UNLIKELY(frag->fresh)) {
-        size_t n = frag->list->fl_payload_buffer_size;
-        memset(frag->hdr, 0, n < 4096 ? n : 4096);
-        frag->fresh = 0;
     }
     frag->type = MCA_BTL_SIWARP_FRAG_SEND;
     frag->on_srq = 0;

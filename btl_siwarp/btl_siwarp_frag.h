@@ -28,7 +28,6 @@ typedef struct mca_btl_siwarp_frag_t {
     mca_btl_base_segment_t segments[2];
     mca_btl_siwarp_frag_type_t type;
     int on_srq;                     /* a receive buffer of the module's SRQ */
-    int fresh;                      /* its first page not zeroed yet */
     struct mca_btl_base_endpoint_t *endpoint;
     opal_free_list_t *list;
 
