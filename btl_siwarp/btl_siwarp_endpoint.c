@@ -263,6 +263,13 @@ static int start_iwarp(mca_btl_siwarp_endpoint_t *ep)
         if (mca_btl_siwarp_component.big_fpdu < 0 && !(a->flags & MCA_BTL_SIWARP_ADDR_F_SOFT)) {
             p.big_fpdu = 0;     /* an RNIC: nothing in the reserved MPA bits */
         }
+        if (mca_btl_siwarp_component.p2p < 0 && (a->flags & MCA_BTL_SIWARP_ADDR_F_SOFT) &&
+            ep->module->inplace) {
+            /* software on both ends: no RTR, so the responder's first
+             * message need not wait for ours (RFC 6581 is the initiator's
+             * to ask for; a responder follows the Request) */
+            p.p2p = 0;
+        }
         rc = siwarp_connect(ep->qp, (struct sockaddr *) &ss, len, &p);
         if (0 == rc) {
             ep->transport = MCA_BTL_SIWARP_TR_IWARP;

@@ -72,7 +72,7 @@ void mca_btl_siwarp_conn_param(struct siwarp_conn_param *p)
     p->mpa_rev = c->mpa_rev;
     p->crc = c->crc;
     p->markers = c->markers;
-    p->p2p = c->p2p;
+    p->p2p = c->p2p != 0;       /* auto: an initiator drops it per peer */
     p->rtr = c->rtr;
     p->ird = p->ord = (uint16_t) c->ird_ord;
     p->mulpdu = (uint32_t) c->mulpdu;

@@ -174,8 +174,14 @@ int mca_btl_siwarp_params_register(void)
     c->markers = 0;
     reg_bool("markers", "Ask for MPA markers every 512 octets (0 or 1)", &c->markers,
              OPAL_INFO_LVL_4);
-    c->p2p = 1;
-    reg_bool("p2p", "Use RFC 6581 peer-to-peer mode (0 or 1)", &c->p2p, OPAL_INFO_LVL_4);
+    /* auto: an RNIC or kernel siw may need the RTR (irdma refuses MPA v2
+     * without it; stock siw 6.1 has a race it avoids), two software
+     * siwarp stacks do not, and without it the responder may send as soon
+     * as its Reply is out instead of after the initiator's RTR */
+    c->p2p = -1;
+    reg_int("p2p", "RFC 6581 peer-to-peer mode: -1 auto (toward RNICs and kernel siw, "
+            "not between software siwarp peers), 0 never, 1 always", &c->p2p,
+            OPAL_INFO_LVL_4);
     /* Read: the only RTR with an answer, what Chelsio and irdma expect, and
      * the one that survives stock siw 6.1's passive-side race */
     c->rtr = SIWARP_RTR_READ;
@@ -347,9 +353,12 @@ int mca_btl_siwarp_params_verify(void)
     if (c->mpa_rev != 1 && c->mpa_rev != 2) {
         return bad("btl_siwarp_mpa_rev", c->mpa_rev, "1 or 2");
     }
-    if ((c->crc | c->markers | c->p2p | c->progress_thread) & ~1) {
-        return bad("btl_siwarp_crc/markers/p2p/progress_thread",
-                   c->crc | c->markers | c->p2p | c->progress_thread, "0 or 1");
+    if ((c->crc | c->markers | c->progress_thread) & ~1) {
+        return bad("btl_siwarp_crc/markers/progress_thread",
+                   c->crc | c->markers | c->progress_thread, "0 or 1");
+    }
+    if (c->p2p < -1 || c->p2p > 1) {
+        return bad("btl_siwarp_p2p", c->p2p, "-1 (auto), 0 or 1");
     }
     if (c->mulpdu != 0 && (c->mulpdu < 64 || c->mulpdu > 65535)) {
         return bad("btl_siwarp_mulpdu", c->mulpdu, "0 (auto) or 64 to 65535");

@@ -313,6 +313,33 @@ else
     not_ok "np=8, rq_depth=2: share of the shared receive queue (exit $rc)"
     diag "$OUT/srq_floor_rq2.log"
 fi
+# RFC 6581 peer-to-peer mode: auto (the default) leaves it out between
+# two software stacks, so no RTR and the responder sends as soon as its
+# Reply is out; 1 keeps it, with the Read RTR (4) that RNICs and siw get.
+p2p_run() {
+    log="$OUT/p2p_$1.log"
+    shift
+    timeout "$T" $MPIRUN -np 2 --mca btl_base_verbose 20 "$@" "$OUT/mpi_pingpong" 65536 \
+        > "$log" 2>&1
+}
+p2p_run auto
+rc=$?
+if [ $rc -eq 0 ] && grep -q "pingpong: ok" "$OUT/p2p_auto.log" &&
+   grep -q "connected: MPA rev 2 .* rtr 0 " "$OUT/p2p_auto.log" &&
+   ! grep -q "connected: MPA .* rtr [1-9]" "$OUT/p2p_auto.log"; then
+    ok "btl_siwarp_p2p auto: no P2P RTR between two software siwarp peers"
+else
+    not_ok "btl_siwarp_p2p auto between software peers (exit $rc)"; diag "$OUT/p2p_auto.log"
+fi
+p2p_run on --mca btl_siwarp_p2p 1
+rc=$?
+if [ $rc -eq 0 ] && grep -q "pingpong: ok" "$OUT/p2p_on.log" &&
+   grep -q "connected: MPA rev 2 .* rtr 4 " "$OUT/p2p_on.log"; then
+    ok "btl_siwarp_p2p 1: P2P with the Read RTR between software peers"
+else
+    not_ok "btl_siwarp_p2p 1 (exit $rc)"; diag "$OUT/p2p_on.log"
+fi
+bad_param btl_siwarp_p2p 2
 bad_param btl_siwarp_srq_size -1
 bad_param btl_siwarp_srq_min_credits -1
 bad_param btl_siwarp_srq_max 8      # below btl_siwarp_srq_size (16)
