@@ -91,7 +91,8 @@ void swp_poll_del(struct siwarp_ctx *ctx, struct swp_pollable *p)
  * epoll pass takes it out ("parks" it).  It goes back before anything
  * waits in epoll or relies on it: a sleep (siwarp_wait, the idle wait), a
  * blocked sender (EPOLLOUT), a timer, a connection in set-up, more QPs
- * than the fast path serves.  A context whose fd was handed out
+ * than the fast path serves; and nothing parks while another thread
+ * sleeps in the set.  A context whose fd was handed out
  * (siwarp_ctx_fd, siwarp_cq_fd) never parks: its owner may poll that fd
  * without calling us first.  epoll reports a socket added with data
  * already queued, so nothing arriving while parked is missed. */
@@ -247,7 +248,9 @@ static int swp_progress_direct(struct siwarp_ctx *ctx, bool *moved)
     if (n == 0)
         return -1;
     if (periodic) {
-        for (int i = 0; i < n && !ctx->fd_exported; i++)
+        /* not while another thread sleeps in the set (a progress thread):
+         * it would sleep on without the sockets it came to watch */
+        for (int i = 0; i < n && !ctx->fd_exported && !ctx->sleepers; i++)
             if (swp_poll_park(ctx, &qps[i]->pl) < 0)
                 break;          /* it stays in the set: only slower */
         return SWP_DIRECT_PERIODIC;
@@ -329,9 +332,11 @@ static int swp_progress_sleep(struct siwarp_ctx *ctx)
     ctx->idle_sleeps++;
     if ((n = swp_ctx_unpark(ctx)) < 0)
         return n;
+    ctx->sleepers++;
     swp_unlock(ctx);
     n = epoll_pwait2(ctx->epfd, ev, 64, &ts, NULL);
     swp_lock(ctx);
+    ctx->sleepers--;
     if (n < 0)
         return errno == EINTR ? 0 : -errno;
     if (n == 0)
@@ -367,9 +372,11 @@ int swp_progress_locked(struct siwarp_ctx *ctx, int timeout_ms)
         timeout_ms = swp_timers_next_ms(ctx, timeout_ms);
     if (timeout_ms != 0) {
         /* never sleep holding the lock: other threads must be able to post */
+        ctx->sleepers++;
         swp_unlock(ctx);
         n = epoll_wait(ctx->epfd, ev, 64, timeout_ms);
         swp_lock(ctx);
+        ctx->sleepers--;
         /* Pointers in ev[] may have been freed while we slept unlocked:
          * only use them to learn that something is ready, then poll again. */
         if (n > 0)

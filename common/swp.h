@@ -581,6 +581,7 @@ struct siwarp_ctx {
     bool direct_poll;                    /* SIWARP_DIRECT_POLL, default on */
     bool fd_exported;                    /* siwarp_ctx_fd/cq_fd asked: never park */
     uint32_t parked;                     /* QP sockets parked out of epfd */
+    uint32_t sleepers;                   /* threads in epoll_wait, unlocked */
     uint8_t *rx_stage;                   /* SWP_RX_STAGE bytes: struct swp_rx */
     uint8_t *rx_spill;                   /* SWP_RX_SPILL bytes, or NULL */
     /* siwarp_ctx_set_idle_wait: spin this long without moving a byte while

@@ -7,9 +7,11 @@
  * setup (as test_datapath.c).
  */
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "harness.h"
 #include "qp_pair.h"
@@ -163,6 +165,44 @@ TEST(a_handed_out_fd_sees_every_socket)
         ASSERT((n = siwarp_poll_cq(p.cq[1], 1, &wc)) >= 0);
     ASSERT_EQ(n, 1);
     msg_check(&m, &wc, 9);
+}
+
+/* A thread asleep in the set (a progress thread) must keep its sockets:
+ * another thread busy-polling meanwhile does not park them, so a message
+ * nobody else reads wakes the sleeper. */
+struct sleeper {
+    struct swp_test_pair *p;
+    int rc;
+};
+
+static void *sleeper_main(void *arg)
+{
+    struct sleeper *s = arg;
+    s->rc = siwarp_cq_wait(s->p->cq[1], 10000);
+    return NULL;
+}
+
+TEST(no_parking_under_a_sleeping_thread)
+{
+    struct swp_test_pair p;
+    struct sleeper s = { &p, 1 };
+    struct timespec d = { 0, 100 * 1000000L };
+    struct siwarp_wc wc;
+    struct msg m;
+    pthread_t t;
+
+    pair_setup(&p);
+    msg_setup(&p, &m);
+    spin(&p, 200);
+    ASSERT_OK(pthread_create(&t, NULL, sleeper_main, &s));
+    nanosleep(&d, NULL);        /* the sleeper is in epoll_wait by now */
+    spin(&p, 200);              /* a busy poller on the same context */
+    ASSERT(in_set(p.ctx->epfd, siwarp_qp_fd(p.qp[1])));
+    msg_post(&p, &m, 5);        /* written at once; nobody polls after it */
+    pthread_join(t, NULL);
+    ASSERT_OK(s.rc);            /* woken by the arrival, not timed out */
+    ASSERT_EQ(siwarp_poll_cq(p.cq[1], 1, &wc), 1);
+    msg_check(&m, &wc, 5);
 }
 
 SWP_TEST_MAIN()
