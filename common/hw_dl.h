@@ -4,9 +4,10 @@
  * (or the BTL that contains it) is loaded.
  *
  * Why: most users run the software backend, and loading libibverbs,
- * librdmacm and their libnl dependencies costs each MPI rank about 4 ms of
- * CPU and 50 page faults in MPI_Init (dlopen timed here) -- 8 ranks
- * sharing 2 cores pay it 4 times over on each core.
+ * librdmacm and their libnl dependencies cost each MPI rank 3-4 ms of CPU
+ * and 30-50 page faults in MPI_Init (8 ranks: 606 -> 577 ms of CPU summed,
+ * btl tcp 573; a bare dlopen of the two: 3.8-4.3 ms, 47-50 faults) -- and
+ * 8 ranks sharing 2 cores pay it 4 times over on each core.
  *
  * How: hw_int.h includes this after the rdma-core headers.  It declares
  * one pointer per rdma-core function the backend calls (the list below),

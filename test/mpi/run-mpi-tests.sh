@@ -288,56 +288,54 @@ run "per-peer receive queues (btl_siwarp_srq_size=0) under flood" 4 \
 # The share's floor (btl_siwarp_srq_min_credits 0: 3, or rq_depth if less):
 # 16 buffers among 7 peers would give each 1 credit, and a peer with one
 # credit costs a CREDIT message for every Send that is not answered at once.
-srq_floor() {
-    log="$OUT/srq_floor_$1.log"
-    shift
-    timeout "$T" $MPIRUN -np 8 --oversubscribe --mca btl_base_verbose 20 "$@" \
-        "$OUT/mpi_coll" > "$log" 2>&1
+# vrun NAME NP ARGS...: one job with btl_base_verbose 20, its log in
+# $OUT/vrun_NAME.log, for checks on what the BTL reports
+vrun() {
+    log="$OUT/vrun_$1.log"
+    np=$2
+    shift 2
+    timeout "$T" $MPIRUN -np "$np" --oversubscribe --mca btl_base_verbose 20 "$@" > "$log" 2>&1
 }
+srq_floor() { name=$1; shift; vrun "srq_floor_$name" 8 "$@" "$OUT/mpi_coll"; }
 srq_floor default
 rc=$?
-if [ $rc -eq 0 ] && grep -q "collectives: ok" "$OUT/srq_floor_default.log" &&
-   grep -q "shared receive queue: 3 credits granted (+1 control)" "$OUT/srq_floor_default.log" &&
-   ! grep -q "shared receive queue: [12] credits granted" "$OUT/srq_floor_default.log"; then
+if [ $rc -eq 0 ] && grep -q "collectives: ok" "$OUT/vrun_srq_floor_default.log" &&
+   grep -q "shared receive queue: 3 credits granted (+1 control)" "$OUT/vrun_srq_floor_default.log" &&
+   ! grep -q "shared receive queue: [12] credits granted" "$OUT/vrun_srq_floor_default.log"; then
     ok "np=8: every peer gets 3 credits from the shared receive queue by default"
 else
     not_ok "np=8: default share of the shared receive queue (exit $rc)"
-    diag "$OUT/srq_floor_default.log"
+    diag "$OUT/vrun_srq_floor_default.log"
 fi
 srq_floor rq2 --mca btl_siwarp_rq_depth 2
 rc=$?
-if [ $rc -eq 0 ] && grep -q "collectives: ok" "$OUT/srq_floor_rq2.log" &&
-   grep -q "shared receive queue: 2 credits granted (+1 control)" "$OUT/srq_floor_rq2.log"; then
+if [ $rc -eq 0 ] && grep -q "collectives: ok" "$OUT/vrun_srq_floor_rq2.log" &&
+   grep -q "shared receive queue: 2 credits granted (+1 control)" "$OUT/vrun_srq_floor_rq2.log"; then
     ok "np=8, rq_depth=2: the default floor of 3 credits yields to rq_depth"
 else
     not_ok "np=8, rq_depth=2: share of the shared receive queue (exit $rc)"
-    diag "$OUT/srq_floor_rq2.log"
+    diag "$OUT/vrun_srq_floor_rq2.log"
 fi
 # RFC 6581 peer-to-peer mode: auto (the default) leaves it out between
 # two software stacks, so no RTR and the responder sends as soon as its
 # Reply is out; 1 keeps it, with the Read RTR (4) that RNICs and siw get.
-p2p_run() {
-    log="$OUT/p2p_$1.log"
-    shift
-    timeout "$T" $MPIRUN -np 2 --mca btl_base_verbose 20 "$@" "$OUT/mpi_pingpong" 65536 \
-        > "$log" 2>&1
-}
+p2p_run() { name=$1; shift; vrun "p2p_$name" 2 "$@" "$OUT/mpi_pingpong" 65536; }
 p2p_run auto
 rc=$?
-if [ $rc -eq 0 ] && grep -q "pingpong: ok" "$OUT/p2p_auto.log" &&
-   grep -q "connected: MPA rev 2 .* rtr 0 " "$OUT/p2p_auto.log" &&
-   ! grep -q "connected: MPA .* rtr [1-9]" "$OUT/p2p_auto.log"; then
+if [ $rc -eq 0 ] && grep -q "pingpong: ok" "$OUT/vrun_p2p_auto.log" &&
+   grep -q "connected: MPA rev 2 .* rtr 0 " "$OUT/vrun_p2p_auto.log" &&
+   ! grep -q "connected: MPA .* rtr [1-9]" "$OUT/vrun_p2p_auto.log"; then
     ok "btl_siwarp_p2p auto: no P2P RTR between two software siwarp peers"
 else
-    not_ok "btl_siwarp_p2p auto between software peers (exit $rc)"; diag "$OUT/p2p_auto.log"
+    not_ok "btl_siwarp_p2p auto between software peers (exit $rc)"; diag "$OUT/vrun_p2p_auto.log"
 fi
 p2p_run on --mca btl_siwarp_p2p 1
 rc=$?
-if [ $rc -eq 0 ] && grep -q "pingpong: ok" "$OUT/p2p_on.log" &&
-   grep -q "connected: MPA rev 2 .* rtr 4 " "$OUT/p2p_on.log"; then
+if [ $rc -eq 0 ] && grep -q "pingpong: ok" "$OUT/vrun_p2p_on.log" &&
+   grep -q "connected: MPA rev 2 .* rtr 4 " "$OUT/vrun_p2p_on.log"; then
     ok "btl_siwarp_p2p 1: P2P with the Read RTR between software peers"
 else
-    not_ok "btl_siwarp_p2p 1 (exit $rc)"; diag "$OUT/p2p_on.log"
+    not_ok "btl_siwarp_p2p 1 (exit $rc)"; diag "$OUT/vrun_p2p_on.log"
 fi
 bad_param btl_siwarp_p2p 2
 bad_param btl_siwarp_srq_size -1
