@@ -212,6 +212,7 @@ typedef struct mca_btl_siwarp_module_t {
     int num_listen;
     unsigned polls;                  /* progress calls, to pace listener checks */
     uint64_t tcp_looked_ms;          /* last look at the fallback listeners, oversubscribed */
+    int connecting;                  /* an endpoint was connecting at the last progress call */
     mca_btl_siwarp_modex_addr_t modex[MCA_BTL_SIWARP_MAX_ADDRS];
 
     opal_list_t endpoints;          /* every endpoint we know */

@@ -413,7 +413,7 @@ static mca_btl_base_module_t **siwarp_component_init(int *num_btls, bool progres
 
 /* Incoming connections: iWARP requests that the CQ poll just read off
  * the listeners' sockets, and the plain-TCP fallback listeners. */
-static int progress_listeners(mca_btl_siwarp_module_t *m, int look_tcp)
+int mca_btl_siwarp_progress_listeners(mca_btl_siwarp_module_t *m, int look_tcp)
 {
     int count = 0;
 
@@ -473,6 +473,11 @@ int mca_btl_siwarp_progress_module(mca_btl_siwarp_module_t *m)
      * that listener. */
     look = 0 == (m->polls++ & 127);
     look_tcp = look;
+    /* While a connection is being set up, its peer's request (or the
+     * other peers' of an all-to-all start) is due: look every call.  The
+     * iWARP look is a queue pop; the hot path of a connected job never
+     * pays it. */
+    look = look || m->connecting;
     if (opal_progress_yield_when_idle) {
         uint64_t now = mca_btl_siwarp_now_coarse_ms();
         look = 1;
@@ -480,8 +485,9 @@ int mca_btl_siwarp_progress_module(mca_btl_siwarp_module_t *m)
         m->tcp_looked_ms = now;
     }
     if (look) {
-        count += progress_listeners(m, look_tcp);
+        count += mca_btl_siwarp_progress_listeners(m, look_tcp);
     }
+    m->connecting = 0;
     {
         opal_list_item_t *it = opal_list_get_first(&m->active);
         while (it != opal_list_get_end(&m->active)) {
@@ -490,6 +496,7 @@ int mca_btl_siwarp_progress_module(mca_btl_siwarp_module_t *m)
                 ((char *) it - offsetof(mca_btl_siwarp_endpoint_t, active_item));
             if (MCA_BTL_SIWARP_EP_CONNECTING == e->state) {
                 count += mca_btl_siwarp_ep_progress_connect(e);
+                m->connecting |= MCA_BTL_SIWARP_EP_CONNECTING == e->state;
             }
             if (MCA_BTL_SIWARP_EP_CONNECTED == e->state &&
                 MCA_BTL_SIWARP_TR_TCP == e->transport) {

@@ -296,6 +296,21 @@ int mca_btl_siwarp_ep_start_connect(mca_btl_siwarp_endpoint_t *ep)
 {
     int rc;
 
+    if (mca_btl_siwarp_component.mpa) {
+        /* This peer may have asked first: a rank that got here earlier
+         * (left MPI_Init first, computed less) connected to us, and its
+         * request waits in the kernel's accept queue or, read already, in
+         * the listener's.  Answer it rather than cross it with a
+         * connection of ours, which one end would then reject and the
+         * other abandon: a wasted TCP connection and MPA exchange on both
+         * sides.  One progress pass reads what has arrived; once per
+         * peer. */
+        (void) siwarp_progress(ep->module->ctx);
+        (void) mca_btl_siwarp_progress_listeners(ep->module, 0);
+        if (MCA_BTL_SIWARP_EP_CLOSED != ep->state) {
+            return MCA_BTL_SIWARP_EP_FAILED == ep->state ? OPAL_ERR_UNREACH : OPAL_SUCCESS;
+        }
+    }
     mca_btl_siwarp_ep_set_state(ep, MCA_BTL_SIWARP_EP_CONNECTING);
     mca_btl_siwarp_ep_activate(ep);
     ep->addr_idx = 0;

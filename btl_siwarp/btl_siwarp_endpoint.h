@@ -124,6 +124,7 @@ void mca_btl_siwarp_ep_progress_pending(mca_btl_siwarp_endpoint_t *ep);
 /* First use of a CLOSED endpoint: connect over iWARP, or the fallback. */
 int  mca_btl_siwarp_ep_start_connect(mca_btl_siwarp_endpoint_t *ep);
 int  mca_btl_siwarp_ep_progress_connect(mca_btl_siwarp_endpoint_t *ep);
+int  mca_btl_siwarp_progress_listeners(mca_btl_siwarp_module_t *m, int look_tcp);
 void mca_btl_siwarp_ep_connected(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_transport_t tr,
                                  int peer_rq_depth);
 /* show: 1 report unreachable, 2 report connection lost, 0 reported already

@@ -337,6 +337,18 @@ if [ $rc -eq 0 ] && grep -q "pingpong: ok" "$OUT/vrun_p2p_on.log" &&
 else
     not_ok "btl_siwarp_p2p 1 (exit $rc)"; diag "$OUT/vrun_p2p_on.log"
 fi
+# A peer that asked first: rank 1's request waits while rank 0 sleeps
+# outside MPI; rank 0's reply must take that connection, not open its own
+# and reject rank 1's as a duplicate.
+vrun first_contact 2 "$OUT/mpi_oneway" reply 300
+rc=$?
+if [ $rc -eq 0 ] && grep -q "oneway reply: ok" "$OUT/vrun_first_contact.log" &&
+   grep -q "connected to .* over iWARP" "$OUT/vrun_first_contact.log" &&
+   ! grep -q "rejecting connection" "$OUT/vrun_first_contact.log"; then
+    ok "first send to a peer whose request waits: that connection is taken, none crossed"
+else
+    not_ok "first send to a peer whose request waits (exit $rc)"; diag "$OUT/vrun_first_contact.log"
+fi
 bad_param btl_siwarp_p2p 2
 bad_param btl_siwarp_srq_size -1
 bad_param btl_siwarp_srq_min_credits -1
