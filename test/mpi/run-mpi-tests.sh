@@ -296,59 +296,44 @@ vrun() {
     shift 2
     timeout "$T" $MPIRUN -np "$np" --oversubscribe --mca btl_base_verbose 20 "$@" > "$log" 2>&1
 }
+# vcheck RC NAME DESC PATTERN...: ok DESC when vrun NAME exited RC = 0 and
+# its log matches every PATTERN (grep); "!PATTERN": matches nowhere
+vcheck() {
+    rc=$1 log="$OUT/vrun_$2.log" desc=$3
+    shift 3
+    good=$([ "$rc" -eq 0 ] && echo 1 || echo 0)
+    for pat in "$@"; do
+        case $pat in
+        !*) ! grep -q -- "${pat#!}" "$log" || good=0 ;;
+        *) grep -q -- "$pat" "$log" || good=0 ;;
+        esac
+    done
+    if [ $good = 1 ]; then ok "$desc"; else not_ok "$desc (exit $rc)"; diag "$log"; fi
+}
 srq_floor() { name=$1; shift; vrun "srq_floor_$name" 8 "$@" "$OUT/mpi_coll"; }
 srq_floor default
-rc=$?
-if [ $rc -eq 0 ] && grep -q "collectives: ok" "$OUT/vrun_srq_floor_default.log" &&
-   grep -q "shared receive queue: 3 credits granted (+1 control)" "$OUT/vrun_srq_floor_default.log" &&
-   ! grep -q "shared receive queue: [12] credits granted" "$OUT/vrun_srq_floor_default.log"; then
-    ok "np=8: every peer gets 3 credits from the shared receive queue by default"
-else
-    not_ok "np=8: default share of the shared receive queue (exit $rc)"
-    diag "$OUT/vrun_srq_floor_default.log"
-fi
+vcheck $? srq_floor_default "np=8: every peer gets 3 credits from the shared receive queue by default" \
+    "collectives: ok" "shared receive queue: 3 credits granted (+1 control)" \
+    "!shared receive queue: [12] credits granted"
 srq_floor rq2 --mca btl_siwarp_rq_depth 2
-rc=$?
-if [ $rc -eq 0 ] && grep -q "collectives: ok" "$OUT/vrun_srq_floor_rq2.log" &&
-   grep -q "shared receive queue: 2 credits granted (+1 control)" "$OUT/vrun_srq_floor_rq2.log"; then
-    ok "np=8, rq_depth=2: the default floor of 3 credits yields to rq_depth"
-else
-    not_ok "np=8, rq_depth=2: share of the shared receive queue (exit $rc)"
-    diag "$OUT/vrun_srq_floor_rq2.log"
-fi
+vcheck $? srq_floor_rq2 "np=8, rq_depth=2: the default floor of 3 credits yields to rq_depth" \
+    "collectives: ok" "shared receive queue: 2 credits granted (+1 control)"
 # RFC 6581 peer-to-peer mode: auto (the default) leaves it out between
 # two software stacks, so no RTR and the responder sends as soon as its
 # Reply is out; 1 keeps it, with the Read RTR (4) that RNICs and siw get.
 p2p_run() { name=$1; shift; vrun "p2p_$name" 2 "$@" "$OUT/mpi_pingpong" 65536; }
 p2p_run auto
-rc=$?
-if [ $rc -eq 0 ] && grep -q "pingpong: ok" "$OUT/vrun_p2p_auto.log" &&
-   grep -q "connected: MPA rev 2 .* rtr 0 " "$OUT/vrun_p2p_auto.log" &&
-   ! grep -q "connected: MPA .* rtr [1-9]" "$OUT/vrun_p2p_auto.log"; then
-    ok "btl_siwarp_p2p auto: no P2P RTR between two software siwarp peers"
-else
-    not_ok "btl_siwarp_p2p auto between software peers (exit $rc)"; diag "$OUT/vrun_p2p_auto.log"
-fi
+vcheck $? p2p_auto "btl_siwarp_p2p auto: no P2P RTR between two software siwarp peers" \
+    "pingpong: ok" "connected: MPA rev 2 .* rtr 0 " "!connected: MPA .* rtr [1-9]"
 p2p_run on --mca btl_siwarp_p2p 1
-rc=$?
-if [ $rc -eq 0 ] && grep -q "pingpong: ok" "$OUT/vrun_p2p_on.log" &&
-   grep -q "connected: MPA rev 2 .* rtr 4 " "$OUT/vrun_p2p_on.log"; then
-    ok "btl_siwarp_p2p 1: P2P with the Read RTR between software peers"
-else
-    not_ok "btl_siwarp_p2p 1 (exit $rc)"; diag "$OUT/vrun_p2p_on.log"
-fi
+vcheck $? p2p_on "btl_siwarp_p2p 1: P2P with the Read RTR between software peers" \
+    "pingpong: ok" "connected: MPA rev 2 .* rtr 4 "
 # A peer that asked first: rank 1's request waits while rank 0 sleeps
 # outside MPI; rank 0's reply must take that connection, not open its own
 # and reject rank 1's as a duplicate.
 vrun first_contact 2 "$OUT/mpi_oneway" reply 300
-rc=$?
-if [ $rc -eq 0 ] && grep -q "oneway reply: ok" "$OUT/vrun_first_contact.log" &&
-   grep -q "connected to .* over iWARP" "$OUT/vrun_first_contact.log" &&
-   ! grep -q "rejecting connection" "$OUT/vrun_first_contact.log"; then
-    ok "first send to a peer whose request waits: that connection is taken, none crossed"
-else
-    not_ok "first send to a peer whose request waits (exit $rc)"; diag "$OUT/vrun_first_contact.log"
-fi
+vcheck $? first_contact "first send to a peer whose request waits: that connection is taken, none crossed" \
+    "oneway reply: ok" "connected to .* over iWARP" "!rejecting connection"
 bad_param btl_siwarp_p2p 2
 bad_param btl_siwarp_srq_size -1
 bad_param btl_siwarp_srq_min_credits -1
