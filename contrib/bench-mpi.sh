@@ -27,7 +27,9 @@
 #    unloaded and with one process spinning on core 0; degradation factors.
 #    Raw TCP (the busy-polled ping-pong, and the stream with its sender on
 #    core 0 as rank 0 is) runs the same way: what any transport that keeps
-#    its core busy loses to a process sharing it.
+#    its core busy loses to a process sharing it.  --load-reps rounds
+#    (default 5: the loaded runs swing with where the scheduler's time
+#    slices fall).
 # Within every phase the contestants alternate (round r starts with the r-th
 # one), REPS rounds, medians.  Ratios are siwarp/other: latency, CPU and
 # times below 1 and bandwidth and rate above 1 favour siwarp.  The last
@@ -37,7 +39,8 @@
 #   contrib/bench-mpi.sh [--quick] [--reps N] [--netns] [--max BYTES] [--min BYTES]
 #                        [--iters N] [--factor F] [--bind core|none]
 #                        [--transports "siwarp tcp ucx ofi raw"]
-#                        [--no-crc] [--no-conn] [--conn-reps N] [--load] [--no-pair] [--pair-reps N]
+#                        [--no-crc] [--no-conn] [--conn-reps N] [--load] [--load-reps N]
+#                        [--no-pair] [--pair-reps N]
 #                        [--out FILE] [--no-plot]
 #
 # Defaults: --reps 3 --min 0 --max 4194304 (4 MiB: the goals' range; 64 MiB
@@ -60,14 +63,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 BUILDDIR=${BUILDDIR:-$top}
 reps=3; netns=0; max=4194304; min=0; iters=1000; factor=2; bind=core; plot=1; out=""
-quick=0; do_crc=1; do_conn=1; do_load=0; do_pair=1; pair_reps=5; conn_reps=7
+quick=0; do_crc=1; do_conn=1; do_load=0; do_pair=1; pair_reps=5; conn_reps=7; load_reps=5
 transports="siwarp tcp ucx ofi raw"
 cmdline="$0 $*"
 
 usage() { sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case $1 in
-    --quick) quick=1; reps=1; iters=200; factor=4; pair_reps=3; conn_reps=3 ;;
+    --quick) quick=1; reps=1; iters=200; factor=4; pair_reps=3; conn_reps=3; load_reps=1 ;;
     --reps) reps=$2; shift ;;
     --netns) netns=1 ;;
     --max) max=$2; shift ;;
@@ -77,6 +80,7 @@ while [ $# -gt 0 ]; do
     --no-crc) do_crc=0 ;;
     --no-conn) do_conn=0 ;;
     --load) do_load=1 ;;
+    --load-reps) load_reps=$2; shift ;;
     --no-pair) do_pair=0 ;;
     --pair-reps) pair_reps=$2; shift ;;
     --conn-reps) conn_reps=$2; shift ;;
@@ -89,7 +93,9 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-case $reps in ''|*[!0-9]*|0) echo "bench-mpi.sh: --reps needs a positive number" >&2; exit 2 ;; esac
+for n in "$reps" "$pair_reps" "$conn_reps" "$load_reps"; do
+    case $n in ''|*[!0-9]*|0) echo "bench-mpi.sh: --reps, --pair-reps, --conn-reps and --load-reps need a positive number" >&2; exit 2 ;; esac
+done
 
 COMP=$BUILDDIR/btl_siwarp/.libs
 if [ ! -f "$COMP/mca_btl_siwarp.so" ]; then
@@ -347,7 +353,10 @@ if [ $do_load = 1 ]; then
     }
     load_c=""
     for t in $conn_t $(has raw && echo raw); do load_c="$load_c idle-$t load-$t"; done
+    reps_main=$reps
+    reps=$load_reps
     rounds load "$load_c" load_one
+    reps=$reps_main
 fi
 elapsed=$(( $(date +%s) - t_start ))
 

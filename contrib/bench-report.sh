@@ -193,6 +193,8 @@ report_load() {
     echo
     echo "### Under load: one process spinning on core 0"
     echo
+    echo "Medians of $load_reps rounds."
+    echo
     echo "| | transport | idle | loaded | degradation (>1 worse) |"
     echo "|---|---|---:|---:|---:|"
     for t in $conn_t $([ -f "$tmp/med.load-idle-raw" ] && echo raw); do
