@@ -303,9 +303,10 @@ int mca_btl_siwarp_ep_start_connect(mca_btl_siwarp_endpoint_t *ep)
          * the listener's.  Answer it rather than cross it with a
          * connection of ours, which one end would then reject and the
          * other abandon: a wasted TCP connection and MPA exchange on both
-         * sides.  One progress pass reads what has arrived; once per
-         * peer. */
-        (void) siwarp_progress(ep->module->ctx);
+         * sides.  One pass over every socket reads what has arrived
+         * (siwarp_progress alone, with a few peers connected, may look at
+         * the listeners only every 64th call); once per peer. */
+        (void) siwarp_progress_all(ep->module->ctx);
         (void) mca_btl_siwarp_progress_listeners(ep->module, 0);
         if (MCA_BTL_SIWARP_EP_CLOSED != ep->state) {
             return MCA_BTL_SIWARP_EP_FAILED == ep->state ? OPAL_ERR_UNREACH : OPAL_SUCCESS;

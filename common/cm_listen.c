@@ -358,7 +358,9 @@ int siwarp_get_conn_request(struct siwarp_listener *l, struct siwarp_conn_req **
     if (swp_hw_owns(l)) return swp_hw_get_conn_request(l, req);
     swp_lock(l->ctx);
     if (swp_list_empty(&l->ready)) {
-        rc = swp_progress_locked(l->ctx, 0);
+        /* the caller asks about this listener: look at its socket now,
+         * not at the busy-poll fast path's next periodic pass */
+        rc = swp_progress_all_locked(l->ctx);
         if (rc < 0) {
             swp_unlock(l->ctx);
             return rc;

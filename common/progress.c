@@ -347,8 +347,11 @@ static int swp_progress_sleep(struct siwarp_ctx *ctx)
     return n < 0 ? (errno == EINTR ? 0 : -errno) : swp_dispatch(ev, n);
 }
 
-/* Locked progress: one epoll_wait, dispatch, timers.  Returns events handled. */
-int swp_progress_locked(struct siwarp_ctx *ctx, int timeout_ms)
+/* Locked progress: one epoll_wait, dispatch, timers.  Returns events
+ * handled.  direct_ok lets a non-blocking pass take the busy-poll fast
+ * path (swp_progress_direct), which looks at listeners only every
+ * SWP_EPOLL_EVERY passes. */
+static int swp_progress_pass(struct siwarp_ctx *ctx, int timeout_ms, bool direct_ok)
 {
     struct epoll_event ev[64];
     int n, handled = 0;
@@ -359,7 +362,7 @@ int swp_progress_locked(struct siwarp_ctx *ctx, int timeout_ms)
         swp_tx_flush_held(ctx);
     if (timeout_ms == 0 && ctx->idle_wait_ns && swp_idle_should_sleep(ctx))
         return swp_progress_sleep(ctx);
-    n = timeout_ms == 0 && ctx->direct_poll ? swp_progress_direct(ctx, &moved) : -1;
+    n = timeout_ms == 0 && ctx->direct_poll && direct_ok ? swp_progress_direct(ctx, &moved) : -1;
     if (n >= 0) {
         if (ctx->idle_wait_ns)
             swp_idle_note(ctx, moved);
@@ -394,6 +397,16 @@ int swp_progress_locked(struct siwarp_ctx *ctx, int timeout_ms)
     return handled;
 }
 
+int swp_progress_locked(struct siwarp_ctx *ctx, int timeout_ms)
+{
+    return swp_progress_pass(ctx, timeout_ms, true);
+}
+
+int swp_progress_all_locked(struct siwarp_ctx *ctx)
+{
+    return swp_progress_pass(ctx, 0, false);
+}
+
 int swp_progress_until(struct siwarp_ctx *ctx, int timeout_ms, bool (*done)(void *arg), void *arg)
 {
     uint64_t deadline = swp_now_ns() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000ull;
@@ -423,6 +436,19 @@ int siwarp_progress(struct siwarp_ctx *ctx)
     if (ctx->hw) return swp_hw_progress(ctx, 0);
     swp_lock(ctx);
     rc = swp_progress_locked(ctx, 0);
+    swp_unlock(ctx);
+    return rc;
+}
+
+int siwarp_progress_all(struct siwarp_ctx *ctx)
+{
+    int rc;
+
+    if (!ctx)
+        return -EINVAL;
+    if (ctx->hw) return swp_hw_progress(ctx, 0);
+    swp_lock(ctx);
+    rc = swp_progress_all_locked(ctx);
     swp_unlock(ctx);
     return rc;
 }

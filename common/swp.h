@@ -97,6 +97,9 @@ void swp_ctx_kick(struct siwarp_ctx *ctx);
  * ms (0: the default, < 0: none); returns the timeout it stands for */
 int swp_sock_set_llp_timeout(int fd, int ms);
 int  swp_progress_locked(struct siwarp_ctx *ctx, int timeout_ms);
+/* One non-blocking pass over every socket, listeners included: never the
+ * busy-poll fast path. */
+int  swp_progress_all_locked(struct siwarp_ctx *ctx);
 /* Progress (lock held) until done(arg) or timeout_ms (-1: no limit):
  * 0, -ETIMEDOUT, or a progress error. */
 int  swp_progress_until(struct siwarp_ctx *ctx, int timeout_ms, bool (*done)(void *arg), void *arg);

@@ -40,6 +40,13 @@ void siwarp_ctx_destroy(struct siwarp_ctx *ctx);
 /* Advance every connection and listener of the context without blocking.
  * Returns the number of events handled (>= 0) or a negative errno. */
 int  siwarp_progress(struct siwarp_ctx *ctx);
+/* As siwarp_progress, but one pass over every socket of the context,
+ * listeners included.  siwarp_progress on a context with a few connected
+ * queue pairs reads their sockets directly and looks at listeners only
+ * every 64th call; this is for a caller about to act on what the
+ * listeners hold (say, before connecting to a peer that may have asked
+ * first).  It costs an epoll_wait more. */
+int  siwarp_progress_all(struct siwarp_ctx *ctx);
 /* Block up to timeout_ms (-1: forever) until something may be progressed,
  * then progress.  Returns as siwarp_progress. */
 int  siwarp_wait(struct siwarp_ctx *ctx, int timeout_ms);
@@ -376,7 +383,8 @@ int  siwarp_listen(struct siwarp_ctx *ctx, const struct sockaddr *addr, socklen_
                    const struct siwarp_conn_param *param, struct siwarp_listener **l);
 int  siwarp_listener_destroy(struct siwarp_listener *l);
 int  siwarp_listener_addr(const struct siwarp_listener *l, struct sockaddr_storage *ss);
-/* Returns 0 and a request, or -EAGAIN.  Non-blocking; progresses the ctx. */
+/* Returns 0 and a request, or -EAGAIN.  Non-blocking; when none was read
+ * yet, makes one siwarp_progress_all pass. */
 int  siwarp_get_conn_request(struct siwarp_listener *l, struct siwarp_conn_req **req);
 /* The same without progressing the ctx: a request that an earlier
  * siwarp_progress, siwarp_poll_cq, ... has read, or -EAGAIN.  For a caller

@@ -6,6 +6,7 @@
  * from the library's own bookkeeping.  Two QPs over a socketpair, no MPA
  * setup (as test_datapath.c).
  */
+#include <arpa/inet.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -203,6 +204,75 @@ TEST(no_parking_under_a_sleeping_thread)
     ASSERT_OK(s.rc);            /* woken by the arrival, not timed out */
     ASSERT_EQ(siwarp_poll_cq(p.cq[1], 1, &wc), 1);
     msg_check(&m, &wc, 5);
+}
+
+/* A client in a context of its own connects to a listener of p's context
+ * and progresses until its MPA Request is on the wire: the request then
+ * waits in the listener's socket. */
+struct client {
+    struct siwarp_ctx *ctx;
+    struct siwarp_pd *pd;
+    struct siwarp_cq *cq;
+    struct siwarp_qp *qp;
+};
+
+static void client_connect(struct client *c, const struct sockaddr_storage *ss)
+{
+    struct siwarp_qp_init_attr a;
+    struct timespec d = { 0, 1000000L };
+
+    memset(&a, 0, sizeof(a));
+    ASSERT_OK(siwarp_ctx_create(&c->ctx));
+    ASSERT_OK(siwarp_alloc_pd(c->ctx, &c->pd));
+    ASSERT_OK(siwarp_create_cq(c->ctx, 16, &c->cq));
+    a.send_cq = a.recv_cq = c->cq;
+    a.max_send_wr = a.max_recv_wr = 8;
+    a.max_sge = 1;
+    ASSERT_OK(siwarp_create_qp(c->pd, &a, &c->qp));
+    ASSERT_OK(siwarp_connect(c->qp, (const struct sockaddr *)ss, sizeof(struct sockaddr_in), NULL));
+    for (int i = 0; i < 50; i++) {      /* the Request goes out once connected */
+        ASSERT(siwarp_progress(c->ctx) >= 0);
+        nanosleep(&d, NULL);
+    }
+}
+
+/* With a few QPs connected, siwarp_progress reads their sockets directly
+ * and looks at listeners only every 64th pass.  A caller asking about a
+ * listener must not depend on that: siwarp_get_conn_request and
+ * siwarp_progress_all look at once (the BTL's first send to a peer that
+ * asked first relies on it). */
+TEST(listeners_are_seen_beside_the_busy_poll_fast_path)
+{
+    struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    struct sockaddr_storage ss;
+    struct siwarp_listener *l;
+    struct siwarp_conn_req *req;
+    struct swp_test_pair p;
+    struct client c1, c2;
+
+    pair_setup(&p);
+    spin(&p, 200);
+    ASSERT_OK(siwarp_listen(p.ctx, (struct sockaddr *)&sin, sizeof(sin), NULL, &l));
+    ASSERT_OK(siwarp_listener_addr(l, &ss));
+    spin(&p, 200);              /* the listener's socket joins the fast path's set */
+
+    client_connect(&c1, &ss);
+    p.ctx->polls = 1;           /* the fast path's periodic epoll pass is not due */
+    ASSERT(siwarp_progress(p.ctx) >= 0);
+    ASSERT_EQ(siwarp_take_conn_request(l, &req), -EAGAIN);  /* not looked at */
+    p.ctx->polls = 1;
+    ASSERT_OK(siwarp_get_conn_request(l, &req));
+    ASSERT_OK(siwarp_reject(req, NULL, 0));
+
+    client_connect(&c2, &ss);
+    p.ctx->polls = 1;
+    ASSERT(siwarp_progress_all(p.ctx) > 0);
+    ASSERT_OK(siwarp_take_conn_request(l, &req));
+    ASSERT_OK(siwarp_reject(req, NULL, 0));
+
+    siwarp_listener_destroy(l);
+    siwarp_ctx_destroy(c1.ctx);
+    siwarp_ctx_destroy(c2.ctx);
 }
 
 SWP_TEST_MAIN()
