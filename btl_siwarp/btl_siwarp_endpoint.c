@@ -292,11 +292,31 @@ static int peer_speaks_iwarp(const mca_btl_siwarp_endpoint_t *ep)
     return 0;
 }
 
+/* Will this peer's request come without RFC 6581's RTR, as ours to it
+ * would (start_iwarp)?  Judged by our own btl_siwarp_p2p, which a job
+ * shares. */
+static int peer_skips_rtr(const mca_btl_siwarp_endpoint_t *ep)
+{
+    if (0 == mca_btl_siwarp_component.p2p) {
+        return 1;
+    }
+    if (mca_btl_siwarp_component.p2p > 0 || !ep->module->inplace) {
+        return 0;
+    }
+    for (int i = 0; i < ep->num_addrs; i++) {
+        if ((ep->addrs[i].flags & MCA_BTL_SIWARP_ADDR_F_IWARP) &&
+            !(ep->addrs[i].flags & MCA_BTL_SIWARP_ADDR_F_SOFT)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 int mca_btl_siwarp_ep_start_connect(mca_btl_siwarp_endpoint_t *ep)
 {
     int rc;
 
-    if (mca_btl_siwarp_component.mpa) {
+    if (mca_btl_siwarp_component.mpa && peer_skips_rtr(ep)) {
         /* This peer may have asked first: a rank that got here earlier
          * (left MPI_Init first, computed less) connected to us, and its
          * request waits in the kernel's accept queue or, read already, in
@@ -305,7 +325,12 @@ int mca_btl_siwarp_ep_start_connect(mca_btl_siwarp_endpoint_t *ep)
          * other abandon: a wasted TCP connection and MPA exchange on both
          * sides.  One pass over every socket reads what has arrived
          * (siwarp_progress alone, with a few peers connected, may look at
-         * the listeners only every 64th call); once per peer. */
+         * the listeners only every 64th call); once per peer.  Not in
+         * P2P mode: answering would make us the responder that waits for
+         * the peer's RTR, which a peer computing right after its first
+         * sends does not send within btl_siwarp_connect_timeout (the
+         * connect_race test of run-mpi-tests.sh, 1 launch in 3); our own
+         * Request waits for the peer's next progress instead. */
         (void) siwarp_progress_all(ep->module->ctx);
         (void) mca_btl_siwarp_progress_listeners(ep->module, 0);
         if (MCA_BTL_SIWARP_EP_CLOSED != ep->state) {
