@@ -427,7 +427,8 @@ int swp_progress_until(struct siwarp_ctx *ctx, int timeout_ms, bool (*done)(void
     return 0;
 }
 
-int siwarp_progress(struct siwarp_ctx *ctx)
+/* siwarp_progress and siwarp_progress_all: one non-blocking pass. */
+static int swp_progress_once(struct siwarp_ctx *ctx, bool direct_ok)
 {
     int rc;
 
@@ -435,22 +436,19 @@ int siwarp_progress(struct siwarp_ctx *ctx)
         return -EINVAL;
     if (ctx->hw) return swp_hw_progress(ctx, 0);
     swp_lock(ctx);
-    rc = swp_progress_locked(ctx, 0);
+    rc = swp_progress_pass(ctx, 0, direct_ok);
     swp_unlock(ctx);
     return rc;
 }
 
+int siwarp_progress(struct siwarp_ctx *ctx)
+{
+    return swp_progress_once(ctx, true);
+}
+
 int siwarp_progress_all(struct siwarp_ctx *ctx)
 {
-    int rc;
-
-    if (!ctx)
-        return -EINVAL;
-    if (ctx->hw) return swp_hw_progress(ctx, 0);
-    swp_lock(ctx);
-    rc = swp_progress_all_locked(ctx);
-    swp_unlock(ctx);
-    return rc;
+    return swp_progress_once(ctx, false);
 }
 
 int siwarp_wait(struct siwarp_ctx *ctx, int timeout_ms)
