@@ -32,7 +32,7 @@ btl_siwarp_libbtlsiwarp_la_SOURCES = \
 btl_siwarp_libbtlsiwarp_la_CPPFLAGS = -I$(top_srcdir)/include $(OMPI_CPPFLAGS) \
 	-DSIWARP_HELP_DIR='"$(btlsiwarphelpdir)"' \
 	-DSIWARP_SRC_HELP_DIR='"$(abs_top_srcdir)/btl_siwarp"'
-btl_siwarp_libbtlsiwarp_la_CFLAGS = $(SWP_CFLAGS) -Wno-unused-parameter \
+btl_siwarp_libbtlsiwarp_la_CFLAGS = $(SWP_CFLAGS) $(OMPI_CFLAGS) -Wno-unused-parameter \
 	-Wno-missing-field-initializers -Wno-sign-compare
 btl_siwarp_mca_btl_siwarp_la_LDFLAGS = -module -avoid-version -shared -no-undefined
 btl_siwarp_mca_btl_siwarp_la_LIBADD = btl_siwarp/libbtlsiwarp.la common/libswpcore.la $(OMPI_LIBS) -lpthread

@@ -49,7 +49,7 @@ export OMPI_MCA_plm_rsh_agent=${OMPI_MCA_plm_rsh_agent:-false}
 export OMPI_MCA_rmaps_base_oversubscribe=1
 
 PROGS="mpi_pingpong mpi_anysrc mpi_datatype mpi_flood mpi_coll mpi_onesided mpi_remap mpi-bench
-       mpi_hostile mpi_oneway mpi_big mpi_connect_race"
+       mpi_hostile mpi_oneway mpi_big mpi_connect_race mpi_threads"
 # the TAP plan is printed at the end (tests are added and skipped by
 # environment: netns, big messages)
 
@@ -266,6 +266,20 @@ fi
 
 run "progress thread on (btl_siwarp_progress_thread=1)" 2 \
     --mca btl_siwarp_progress_thread 1 "$OUT/mpi_pingpong" $BIG4
+# MPI_THREAD_MULTIPLE: Open MPI's free lists then take its 16-byte
+# compare-and-swap, inlined into the component from its headers; built
+# without -mcx16 that was a call to __sync_val_compare_and_swap_16, which
+# nothing defines, and the job died at the first one (configure.ac).
+if nm -D --undefined-only "$COMP/mca_btl_siwarp.so" 2>/dev/null | grep -q "__sync_.*_16\|__atomic_.*_16"; then
+    not_ok "the component needs no 16-byte atomic from a library (built without -mcx16?)"
+    nm -D --undefined-only "$COMP/mca_btl_siwarp.so" | grep "_16" | sed 's/^/# /'
+else
+    ok "the component needs no 16-byte atomic from a library"
+fi
+run "MPI_THREAD_MULTIPLE: 4 threads a rank, each its own ping-pong 1 B-1 MiB" 2 \
+    "$OUT/mpi_threads" 4 20
+run "MPI_THREAD_MULTIPLE with the progress thread (btl_siwarp_progress_thread=1)" 2 \
+    --mca btl_siwarp_progress_thread 1 "$OUT/mpi_threads" 4 10
 run "interface selection: btl_siwarp_if_include=lo" 2 \
     --mca btl_siwarp_if_include lo "$OUT/mpi_flood" 2000
 run "interface selection by network: btl_siwarp_if_include=127.0.0.0/8" 2 \
