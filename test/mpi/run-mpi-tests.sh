@@ -280,6 +280,8 @@ run "MPI_THREAD_MULTIPLE: 4 threads a rank, each its own ping-pong 1 B-1 MiB" 2 
     "$OUT/mpi_threads" 4 20
 run "MPI_THREAD_MULTIPLE with the progress thread (btl_siwarp_progress_thread=1)" 2 \
     --mca btl_siwarp_progress_thread 1 "$OUT/mpi_threads" 4 10
+run "MPI_THREAD_MULTIPLE, np=4: 4 threads a rank, each allreduces on its own communicator" 4 \
+    "$OUT/mpi_threads" coll 4 100
 run "interface selection: btl_siwarp_if_include=lo" 2 \
     --mca btl_siwarp_if_include lo "$OUT/mpi_flood" 2000
 run "interface selection by network: btl_siwarp_if_include=127.0.0.0/8" 2 \
