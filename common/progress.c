@@ -258,7 +258,7 @@ static int swp_progress_direct(struct siwarp_ctx *ctx, bool *moved)
     for (int i = 0; i < n; i++) {
         uint64_t before = qps[i]->rx.stream_off + qps[i]->tx.written;
         swp_rx_progress(qps[i]);
-        if (qps[i]->pl.fd >= 0 && qps[i]->state == SIWARP_QPS_RTS)
+        if (qps[i]->pl.fd >= 0 && qps[i]->state == SIWARP_QPS_RTS && swp_tx_has_work(qps[i]))
             swp_tx_progress(qps[i]);
         if (qps[i]->rx.stream_off + qps[i]->tx.written != before)
             *moved = true;

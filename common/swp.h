@@ -603,6 +603,16 @@ static inline uint32_t swp_irq_outstanding(const struct siwarp_qp *qp)
     return qp->irqr.tail - qp->irq_wr;
 }
 
+/* Has swp_tx_progress anything to do: bytes to write, a WQE to segment or
+ * retire, a Read Response, a Terminate or an RTR to queue?  The busy-poll
+ * pass asks before calling it, so that a pass that only received (every
+ * hop of a ping-pong) does not run the transmit engine for nothing. */
+static inline bool swp_tx_has_work(const struct siwarp_qp *qp)
+{
+    return qp->tx.pending || qp->sqr.head != qp->sqr.tail || swp_ring_count(&qp->irqr) ||
+           qp->term_pending || qp->rtr_pending_tx || qp->rtr_nudge;
+}
+
 static inline void swp_lock(struct siwarp_ctx *c) { pthread_mutex_lock(&c->lock); }
 static inline void swp_unlock(struct siwarp_ctx *c) { pthread_mutex_unlock(&c->lock); }
 uint32_t swp_rand32(struct siwarp_ctx *ctx);
