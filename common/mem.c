@@ -139,6 +139,7 @@ int siwarp_dereg_mr(struct siwarp_mr *mr)
     idx = SWP_STAG_INDEX(mr->stag);
     swp_lock(ctx);
     ctx->stags[idx].mr = NULL;
+    ctx->mr_gen++;
     ctx->stags[idx].next_free = ctx->stag_free;
     ctx->stag_free = idx;
     mr->pd->refs--;
@@ -175,8 +176,10 @@ int siwarp_invalidate_stag(struct siwarp_pd *pd, uint32_t stag)
     mr = swp_stag_lookup(pd->ctx, stag);
     if (!mr || mr->pd != pd)
         rc = -EINVAL;
-    else
+    else {
         mr->valid = false;
+        pd->ctx->mr_gen++;
+    }
     swp_unlock(pd->ctx);
     return rc;
 }
@@ -234,6 +237,7 @@ uint32_t swp_mem_invalidate_remote(struct siwarp_ctx *ctx, struct siwarp_pd *pd,
         return SWP_TERM(SWP_TERM_LAYER_RDMAP, SWP_RDMAP_ET_REMOTE_OP,
                         SWP_RDMAP_EC_CANT_INVALIDATE);
     mr->valid = false;
+    ctx->mr_gen++;
     return 0;
 }
 

@@ -59,11 +59,12 @@ static void rx_place_one(struct swp_rx *rx, uint8_t *dst, uint32_t len)
 }
 
 /* Target iovecs for bytes [off, off + len) of an SGL, at most max of them.
- * Each SGE touched is checked again (valid, same PD, local write, bounds):
- * its MR may have been deregistered since the WR was posted.  The number
- * of iovecs, -EACCES, or -E2BIG. */
+ * Unless `checked` (a receive WQE checked at post, and no MR deregistered
+ * or invalidated since: ctx->mr_gen), each SGE touched is checked again
+ * (valid, same PD, local write, bounds): its MR may have gone since the WR
+ * was posted.  The number of iovecs, -EACCES, or -E2BIG. */
 int swp_rx_sgl_iov(struct siwarp_qp *qp, const struct siwarp_sge *sge, uint32_t num_sge,
-                   uint64_t off, uint32_t len, struct iovec *iov, uint32_t max)
+                   uint64_t off, uint32_t len, struct iovec *iov, uint32_t max, bool checked)
 {
     uint32_t n = 0;
 
@@ -76,7 +77,7 @@ int swp_rx_sgl_iov(struct siwarp_qp *qp, const struct siwarp_sge *sge, uint32_t 
         }
         if (n == max)
             return -E2BIG;
-        if (swp_mem_check_local(qp->ctx, qp->pd, s, SIWARP_ACCESS_LOCAL_WRITE) < 0)
+        if (!checked && swp_mem_check_local(qp->ctx, qp->pd, s, SIWARP_ACCESS_LOCAL_WRITE) < 0)
             return -EACCES;
         take = s->length - (uint32_t)off;
         if (take > len)
@@ -93,10 +94,10 @@ int swp_rx_sgl_iov(struct siwarp_qp *qp, const struct siwarp_sge *sge, uint32_t 
 /* The current segment's target: bytes [off, off + len) of an SGL.  0, or
  * -EACCES. */
 static int rx_place_sgl(struct siwarp_qp *qp, const struct siwarp_sge *sge, uint32_t num_sge,
-                        uint64_t off, uint32_t len)
+                        uint64_t off, uint32_t len, bool checked)
 {
     struct swp_rx *rx = &qp->rx;
-    int n = swp_rx_sgl_iov(qp, sge, num_sge, off, len, rx->place_iov, SWP_MAX_SGE);
+    int n = swp_rx_sgl_iov(qp, sge, num_sge, off, len, rx->place_iov, SWP_MAX_SGE, checked);
 
     if (n < 0)
         return -EACCES;
@@ -210,7 +211,7 @@ static uint32_t rx_hdr_read_resp(struct siwarp_qp *qp)
      * Read Response segments carry the sink TO of each byte). */
     if (to != (uintptr_t)w->sge[0].addr + w->sent || w->sent + rx->seg_len > w->len)
         return SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_TAGGED, SWP_DDP_EC_T_BASE_BOUNDS);
-    if (rx_place_sgl(qp, w->sge, w->num_sge, w->sent, rx->seg_len) < 0)
+    if (rx_place_sgl(qp, w->sge, w->num_sge, w->sent, rx->seg_len, false) < 0)
         return SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_TAGGED, SWP_DDP_EC_T_INV_STAG);
     return 0;
 }
@@ -239,7 +240,7 @@ static uint32_t rx_hdr_send(struct siwarp_qp *qp)
         return SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_UNTAGGED, SWP_DDP_EC_U_INV_MO);
     if ((uint64_t)mo + rx->seg_len > w->len)
         return SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_UNTAGGED, SWP_DDP_EC_U_TOO_LONG);
-    if (rx_place_sgl(qp, w->sge, w->num_sge, mo, rx->seg_len) < 0) {
+    if (rx_place_sgl(qp, w->sge, w->num_sge, mo, rx->seg_len, w->mr_gen == qp->ctx->mr_gen) < 0) {
         /* the application deregistered a buffer it had posted: a local
          * protection error, reported to the peer as a catastrophic one */
         return SWP_TERM(SWP_TERM_LAYER_RDMAP, SWP_RDMAP_ET_CATASTROPHIC, SWP_RDMAP_EC_CATA_STREAM);

@@ -192,6 +192,7 @@ struct swp_rwqe {
     uint32_t num_sge;
     uint64_t len;
     struct siwarp_sge *sge;          /* init.max_sge entries in qp->rq_sge */
+    uint64_t mr_gen;                 /* ctx->mr_gen when its SGL was checked */
 };
 
 /* Check a receive WR's SGL against pd (lkey, rights, bounds) and copy it
@@ -481,7 +482,8 @@ int  swp_rx_progress(struct siwarp_qp *qp);    /* 0, -EAGAIN, or fatal error */
 int  swp_rx_init(struct siwarp_qp *qp);
 extern int swp_rx_budget;
 int  swp_rx_sgl_iov(struct siwarp_qp *qp, const struct siwarp_sge *sge, uint32_t num_sge,
-                    uint64_t off, uint32_t len, struct iovec *iov, uint32_t max);
+                    uint64_t off, uint32_t len, struct iovec *iov, uint32_t max,
+                    bool checked);
 int  swp_rx_fpdu_done(struct siwarp_qp *qp);    /* 0, or -EBADMSG (CRC) */
 int  swp_rx_parse(struct siwarp_qp *qp, const uint8_t *p, uint32_t n);
 
@@ -577,6 +579,9 @@ struct siwarp_ctx {
     uint32_t next_pd;
     struct swp_stag_ent *stags;
     uint32_t nstags, stag_free;
+    uint64_t mr_gen;                 /* bumped whenever an MR is deregistered or
+                                        invalidated: a receive WQE checked at
+                                        this generation needs no check again */
     uint64_t rng;
     uint64_t polls;                      /* busy polls, for the direct path */
     uint64_t epoch;                      /* progress calls, for send coalescing */

@@ -207,6 +207,7 @@ int swp_rwqe_fill(struct siwarp_ctx *ctx, struct siwarp_pd *pd, uint32_t max_sge
     w->wr_id = wr->wr_id;
     w->num_sge = (uint32_t)wr->num_sge;
     w->len = len;
+    w->mr_gen = ctx->mr_gen;
     if (wr->num_sge)
         memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(w->sge[0]));
     return 0;

@@ -350,6 +350,65 @@ TEST(send_too_long)
     send_case(&p, true, 0, 1, 0, 101, T_DDP_UNT(SWP_DDP_EC_U_TOO_LONG));
 }
 
+/* A receive buffer whose MR went after the WR was posted (deregistered, or
+ * its STag invalidated) must not be written: the Send ends the stream with
+ * a local protection error reported as catastrophic, the WR is flushed.
+ * The posted WQE's check is remembered (ctx->mr_gen), so these also prove
+ * that deregistering and invalidating forget it. */
+static void send_to_revoked_recv(bool dereg)
+{
+    struct peer p;
+    struct siwarp_mr *m2;
+    peer_setup(&p, true, false);
+    ASSERT_OK(siwarp_reg_mr(p.pd, p.region, REGION, ACC_ALL, &m2));
+    struct siwarp_sge s = { p.region, 100, siwarp_mr_stag(m2) };
+    struct siwarp_recv_wr r = { .wr_id = 78, .sg_list = &s, .num_sge = 1 };
+    ASSERT_OK(siwarp_post_recv(p.qp, &r, NULL));
+    if (dereg)
+        ASSERT_OK(siwarp_dereg_mr(m2));
+    else
+        ASSERT_OK(siwarp_invalidate_stag(p.pd, siwarp_mr_stag(m2)));
+    send_case(&p, false, 0, 1, 0, 10,
+              T_RDMAP(SWP_RDMAP_ET_CATASTROPHIC, SWP_RDMAP_EC_CATA_STREAM));
+    struct siwarp_wc wc;
+    ASSERT_EQ(siwarp_poll_cq(p.cq, 1, &wc), 1);
+    ASSERT_EQ(wc.wr_id, 78);
+    ASSERT_EQ(wc.status, SIWARP_WC_WR_FLUSH_ERR);
+    for (size_t i = 0; i < 100; i++)
+        ASSERT_EQ(p.region[i], 0);
+    if (!dereg)
+        ASSERT_OK(siwarp_dereg_mr(m2));
+}
+
+TEST(send_to_deregistered_recv_buffer) { send_to_revoked_recv(true); }
+TEST(send_to_invalidated_recv_buffer) { send_to_revoked_recv(false); }
+
+/* Deregistering some other MR makes the posted WQE's SGL be checked again
+ * at arrival, and it still passes. */
+TEST(send_after_unrelated_dereg_placed)
+{
+    struct peer p;
+    struct siwarp_mr *other;
+    struct siwarp_wc wc;
+    uint8_t u[SWP_HDR_UNTAGGED + 10];
+    peer_setup(&p, true, false);
+    struct siwarp_sge s = { p.region, 100, siwarp_mr_stag(p.mr) };
+    struct siwarp_recv_wr r = { .wr_id = 79, .sg_list = &s, .num_sge = 1 };
+    ASSERT_OK(siwarp_post_recv(p.qp, &r, NULL));
+    ASSERT_OK(siwarp_reg_mr(p.pd, p.region + 4096, 4096, ACC_ALL, &other));
+    ASSERT_OK(siwarp_dereg_mr(other));
+    uint32_t h = untagged(u, SWP_OP_SEND, true, 0, 1, 0);
+    memset(u + h, 0x66, 10);
+    raw_fpdu(&p, u, h + 10, false);
+    for (int i = 0; i < 1000 && siwarp_poll_cq(p.cq, 1, &wc) == 0; i++)
+        siwarp_wait(p.ctx, 2);
+    ASSERT_EQ(wc.wr_id, 79);
+    ASSERT_EQ(wc.status, SIWARP_WC_SUCCESS);
+    ASSERT_EQ(wc.byte_len, 10);
+    ASSERT_EQ(p.region[9], 0x66);
+    ASSERT_EQ(p.region[10], 0);
+}
+
 TEST(send_bad_queue_number)
 {
     struct peer p;
