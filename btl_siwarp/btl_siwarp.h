@@ -35,6 +35,11 @@
 
 #include "btl_siwarp_regtab.h"
 
+/* the per-message path, grouped in .text.hot: see common/swp.h */
+#ifndef SWP_HOT
+#define SWP_HOT __attribute__((hot))
+#endif
+
 BEGIN_C_DECLS
 
 /* Open MPI compiles BTL_VERBOSE out of non-debug builds; ours follows

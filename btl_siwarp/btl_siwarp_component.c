@@ -438,6 +438,7 @@ int mca_btl_siwarp_progress_listeners(mca_btl_siwarp_module_t *m, int look_tcp)
     return count;
 }
 
+SWP_HOT
 int mca_btl_siwarp_progress_module(mca_btl_siwarp_module_t *m)
 {
     struct siwarp_wc wc[16];
@@ -512,6 +513,7 @@ int mca_btl_siwarp_progress_module(mca_btl_siwarp_module_t *m)
     return count;
 }
 
+SWP_HOT
 static int siwarp_component_progress(void)
 {
     mca_btl_siwarp_module_t *m = mca_btl_siwarp_component.module;

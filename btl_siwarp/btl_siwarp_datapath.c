@@ -34,6 +34,7 @@ static void unfill_credits(mca_btl_siwarp_endpoint_t *ep, const mca_btl_siwarp_h
 }
 
 /* Post one frag on the QP.  OPAL_ERR_RESOURCE_BUSY: no credit / SQ slot. */
+SWP_HOT
 static int iwarp_post(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag)
 {
     struct siwarp_send_wr wr, *bad;
@@ -112,6 +113,7 @@ static int iwarp_post(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag
 
 /* Explicit credit return, when the peer may be starving and we have no
  * AM Send to carry the credits. */
+SWP_HOT
 static void maybe_send_credit(mca_btl_siwarp_endpoint_t *ep)
 {
     struct siwarp_send_wr wr, *bad;
@@ -165,6 +167,7 @@ static void maybe_send_credit(mca_btl_siwarp_endpoint_t *ep)
     ep->outstanding++;
 }
 
+SWP_HOT
 void mca_btl_siwarp_ep_progress_pending(mca_btl_siwarp_endpoint_t *ep)
 {
     mca_btl_siwarp_frag_t *frag;
@@ -194,6 +197,7 @@ void mca_btl_siwarp_ep_progress_pending(mca_btl_siwarp_endpoint_t *ep)
     maybe_send_credit(ep);
 }
 
+SWP_HOT
 int mca_btl_siwarp_ep_submit(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag)
 {
     int rc;
@@ -233,6 +237,7 @@ int mca_btl_siwarp_ep_submit(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_
     return rc;
 }
 
+SWP_HOT
 int mca_btl_siwarp_ep_try_send_now(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag)
 {
     if (MCA_BTL_SIWARP_EP_CONNECTED != ep->state || !opal_list_is_empty(&ep->pending)) {
@@ -247,6 +252,7 @@ int mca_btl_siwarp_ep_try_send_now(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp
 
 /* ---- completions ------------------------------------------------------------- */
 
+SWP_HOT
 static void handle_recv(mca_btl_siwarp_module_t *m, mca_btl_siwarp_endpoint_t *ep,
                         mca_btl_siwarp_frag_t *frag, uint32_t byte_len)
 {
@@ -344,6 +350,7 @@ static void wc_failed(mca_btl_siwarp_endpoint_t *ep, const struct siwarp_wc *wc,
                            busy || SIWARP_WC_WR_FLUSH_ERR != wc->status ? 2 : 0);
 }
 
+SWP_HOT
 int mca_btl_siwarp_ep_handle_wc(mca_btl_siwarp_module_t *m, struct siwarp_wc *wc)
 {
     mca_btl_siwarp_frag_t *frag = (mca_btl_siwarp_frag_t *) (uintptr_t) wc->wr_id;

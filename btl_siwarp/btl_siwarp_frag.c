@@ -43,6 +43,7 @@ int mca_btl_siwarp_frag_init(opal_free_list_item_t *item, void *ctx)
     return OPAL_SUCCESS;
 }
 
+SWP_HOT
 mca_btl_siwarp_frag_t *mca_btl_siwarp_frag_alloc_eager(mca_btl_siwarp_module_t *m)
 {
     mca_btl_siwarp_frag_t *frag =
@@ -87,6 +88,7 @@ void mca_btl_siwarp_frag_return(mca_btl_siwarp_frag_t *frag)
     opal_free_list_return(frag->list, &frag->base.super);
 }
 
+SWP_HOT
 void mca_btl_siwarp_frag_complete(mca_btl_siwarp_module_t *m, mca_btl_siwarp_frag_t *frag,
                                   int status)
 {

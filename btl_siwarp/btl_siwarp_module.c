@@ -135,6 +135,7 @@ static int siwarp_register_error(mca_btl_base_module_t *btl,
 
 /* ---- descriptors ------------------------------------------------------------- */
 
+SWP_HOT
 static mca_btl_base_descriptor_t *siwarp_alloc(mca_btl_base_module_t *btl,
                                                mca_btl_base_endpoint_t *ep, uint8_t order,
                                                size_t size, uint32_t flags)
@@ -170,6 +171,7 @@ static int siwarp_free(mca_btl_base_module_t *btl, mca_btl_base_descriptor_t *de
  * packed into the registered eager buffer. */
 #define MCA_BTL_SIWARP_INPLACE_MIN 1024
 
+SWP_HOT
 static mca_btl_base_descriptor_t *prepare_src_inplace(mca_btl_base_module_t *btl,
                                                       mca_btl_base_endpoint_t *ep,
                                                       opal_convertor_t *convertor,
@@ -200,6 +202,7 @@ static mca_btl_base_descriptor_t *prepare_src_inplace(mca_btl_base_module_t *btl
     return &frag->base;
 }
 
+SWP_HOT
 static mca_btl_base_descriptor_t *siwarp_prepare_src(mca_btl_base_module_t *btl,
                                                      mca_btl_base_endpoint_t *ep,
                                                      opal_convertor_t *convertor,
@@ -239,6 +242,7 @@ static mca_btl_base_descriptor_t *siwarp_prepare_src(mca_btl_base_module_t *btl,
 
 /* ---- sends --------------------------------------------------------------------- */
 
+SWP_HOT
 static int siwarp_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
                        mca_btl_base_descriptor_t *des, mca_btl_base_tag_t tag)
 {
@@ -256,6 +260,7 @@ static int siwarp_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
 
 /* Inline send: succeeds only if it can go out now (connected, no queue,
  * a credit and an SQ slot); otherwise hand back a descriptor. */
+SWP_HOT
 static int siwarp_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
                         opal_convertor_t *convertor, void *header, size_t header_size,
                         size_t payload_size, uint8_t order, uint32_t flags,

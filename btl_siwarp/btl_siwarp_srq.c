@@ -175,6 +175,7 @@ void mca_btl_siwarp_srq_release(mca_btl_siwarp_module_t *m, int grant)
     m->srq_granted -= grant + MCA_BTL_SIWARP_CTRL_CREDITS;
 }
 
+SWP_HOT
 int mca_btl_siwarp_srq_repost(mca_btl_siwarp_module_t *m, mca_btl_siwarp_frag_t *frag)
 {
     struct siwarp_sge sge = {

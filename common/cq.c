@@ -51,6 +51,7 @@ int siwarp_destroy_cq(struct siwarp_cq *cq)
  * stands for a WR the application posted, so the ring can never need more
  * than the WRs outstanding, and a lost completion would hang the caller.
  * -ENOMEM only if memory runs out (the completion is then lost, counted). */
+SWP_HOT
 int swp_cq_push(struct siwarp_cq *cq, const struct siwarp_wc *wc)
 {
     if (cq->count == cq->size) {
@@ -87,6 +88,7 @@ void swp_cq_purge_qp(struct siwarp_cq *cq, const struct siwarp_qp *qp)
     cq->count = kept;
 }
 
+SWP_HOT
 static int swp_cq_drain(struct siwarp_cq *cq, int n, struct siwarp_wc *wc)
 {
     int i;
@@ -106,6 +108,7 @@ static int swp_cq_drain(struct siwarp_cq *cq, int n, struct siwarp_wc *wc)
     return i;
 }
 
+SWP_HOT
 int siwarp_poll_cq(struct siwarp_cq *cq, int n, struct siwarp_wc *wc)
 {
     int got;

@@ -359,11 +359,13 @@ T_SSE42 static INLINE uint32_t sse42_body(uint32_t crc, const uint8_t *p, uint8_
     return serial(crc, p, d, len, copy);
 }
 
+SWP_HOT
 T_SSE42 static uint32_t sse42_update(uint32_t c, const uint8_t *p, size_t len)
 {
     return sse42_body(c, p, NULL, len, false);
 }
 
+SWP_HOT
 T_SSE42 static uint32_t sse42_copy(uint32_t c, uint8_t *d, const uint8_t *p, size_t len)
 {
     return sse42_body(c, p, d, len, true);
@@ -450,6 +452,7 @@ T_PCLMUL static INLINE uint32_t fold128_body(uint32_t crc, const uint8_t *p, uin
     return serial(crc_of128(x), p, d, len, copy);
 }
 
+SWP_HOT
 T_PCLMUL static uint32_t pclmul_update(uint32_t c, const uint8_t *p, size_t len)
 {
     if (len < FOLD128_MIN)
@@ -457,6 +460,7 @@ T_PCLMUL static uint32_t pclmul_update(uint32_t c, const uint8_t *p, size_t len)
     return fold128_body(c, p, NULL, len, false);
 }
 
+SWP_HOT
 T_PCLMUL static uint32_t pclmul_copy(uint32_t c, uint8_t *d, const uint8_t *p, size_t len)
 {
     if (len < FOLD128_MIN)
@@ -586,6 +590,7 @@ T_VPCLMUL static INLINE uint32_t fold512_aligned(uint32_t c, const uint8_t *p, u
     return fold512_body(c, p + head, copy ? d + head : d, len - head, copy);
 }
 
+SWP_HOT
 T_VPCLMUL static uint32_t vpclmul_update(uint32_t c, const uint8_t *p, size_t len)
 {
     if (len >= ALIGN_MIN)
@@ -597,6 +602,7 @@ T_VPCLMUL static uint32_t vpclmul_update(uint32_t c, const uint8_t *p, size_t le
     return serial(c, p, NULL, len, false);
 }
 
+SWP_HOT
 T_VPCLMUL static uint32_t vpclmul_copy(uint32_t c, uint8_t *d, const uint8_t *p, size_t len)
 {
     if (len >= ALIGN_MIN)
@@ -664,6 +670,7 @@ T_VPCLMUL static INLINE uint32_t hyb_chunk(uint32_t crc, const uint8_t *p)
     return shift(shift_hyb, crc) ^ (uint32_t)c;
 }
 
+SWP_HOT
 T_VPCLMUL static uint32_t hybrid_update(uint32_t c, const uint8_t *p, size_t len)
 {
     if (len < HYB_MIN)
@@ -816,12 +823,14 @@ uint32_t swp_crc32c_portable(uint32_t crc, const void *buf, size_t len)
     return ~sb8_update(~crc, buf, len);
 }
 
+SWP_HOT
 uint32_t swp_crc32c(uint32_t crc, const void *buf, size_t len)
 {
     crc_ready();
     return ~engine->update(~crc, buf, len);
 }
 
+SWP_HOT
 uint32_t swp_crc32c_copy(uint32_t crc, void *dst, const void *src, size_t len)
 {
     crc_ready();

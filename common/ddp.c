@@ -47,6 +47,7 @@ uint32_t swp_ddp_build_tagged(uint8_t *h, unsigned op, bool last, uint32_t stag,
     return SWP_HDR_TAGGED;
 }
 
+SWP_HOT
 uint32_t swp_ddp_build_untagged(uint8_t *h, unsigned op, bool last, uint32_t qn,
                                 uint32_t msn, uint32_t mo, uint32_t inv_stag)
 {

@@ -211,6 +211,7 @@ uint32_t swp_mem_check_remote(struct siwarp_ctx *ctx, struct siwarp_pd *pd,
     return 0;
 }
 
+SWP_HOT
 int swp_mem_check_local(struct siwarp_ctx *ctx, struct siwarp_pd *pd,
                         const struct siwarp_sge *sge, int access)
 {

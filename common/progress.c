@@ -227,6 +227,7 @@ void swp_ctx_kick(struct siwarp_ctx *ctx)
 #define SWP_EPOLL_EVERY    64
 #define SWP_DIRECT_PERIODIC (-2)
 
+SWP_HOT
 static int swp_progress_direct(struct siwarp_ctx *ctx, bool *moved)
 {
     struct siwarp_qp *qps[SWP_DIRECT_MAX_QPS];
@@ -351,6 +352,7 @@ static int swp_progress_sleep(struct siwarp_ctx *ctx)
  * handled.  direct_ok lets a non-blocking pass take the busy-poll fast
  * path (swp_progress_direct), which looks at listeners only every
  * SWP_EPOLL_EVERY passes. */
+SWP_HOT
 static int swp_progress_pass(struct siwarp_ctx *ctx, int timeout_ms, bool direct_ok)
 {
     struct epoll_event ev[64];
@@ -397,11 +399,13 @@ static int swp_progress_pass(struct siwarp_ctx *ctx, int timeout_ms, bool direct
     return handled;
 }
 
+SWP_HOT
 int swp_progress_locked(struct siwarp_ctx *ctx, int timeout_ms)
 {
     return swp_progress_pass(ctx, timeout_ms, true);
 }
 
+SWP_HOT
 int swp_progress_all_locked(struct siwarp_ctx *ctx)
 {
     return swp_progress_pass(ctx, 0, false);

@@ -264,6 +264,7 @@ static enum siwarp_wc_opcode swp_wc_op(enum siwarp_wr_opcode op)
 
 /* Retire send WQEs from the head, in order (verbs: completions of one
  * send queue come in posting order). */
+SWP_HOT
 void swp_sq_retire(struct siwarp_qp *qp)
 {
     while (qp->sqr.head != qp->sqr.tail) {
@@ -624,6 +625,7 @@ int siwarp_qp_fd(const struct siwarp_qp *qp)
     return qp ? qp->pl.fd : -1;
 }
 
+SWP_HOT
 void *siwarp_qp_get_context(const struct siwarp_qp *qp)
 {
     return qp ? qp->user : NULL;

@@ -63,6 +63,7 @@ static void rx_place_one(struct swp_rx *rx, uint8_t *dst, uint32_t len)
  * or invalidated since: ctx->mr_gen), each SGE touched is checked again
  * (valid, same PD, local write, bounds): its MR may have gone since the WR
  * was posted.  The number of iovecs, -EACCES, or -E2BIG. */
+SWP_HOT
 int swp_rx_sgl_iov(struct siwarp_qp *qp, const struct siwarp_sge *sge, uint32_t num_sge,
                    uint64_t off, uint32_t len, struct iovec *iov, uint32_t max, bool checked)
 {
@@ -93,6 +94,7 @@ int swp_rx_sgl_iov(struct siwarp_qp *qp, const struct siwarp_sge *sge, uint32_t 
 
 /* The current segment's target: bytes [off, off + len) of an SGL.  0, or
  * -EACCES. */
+SWP_HOT
 static int rx_place_sgl(struct siwarp_qp *qp, const struct siwarp_sge *sge, uint32_t num_sge,
                         uint64_t off, uint32_t len, bool checked)
 {
@@ -107,6 +109,7 @@ static int rx_place_sgl(struct siwarp_qp *qp, const struct siwarp_sge *sge, uint
 }
 
 /* Copy n staged bytes into the target (or discard them), folding the CRC. */
+SWP_HOT
 static void rx_place_copy(struct siwarp_qp *qp, const uint8_t *src, uint32_t n)
 {
     struct swp_rx *rx = &qp->rx;
@@ -150,6 +153,7 @@ static const struct swp_ddp_tagged_hdr *rx_thdr(const struct swp_rx *rx)
 
 /* RFC 5041 5.3 / 7.2: queue number, then MSN, checked for every untagged
  * segment in that order. */
+SWP_HOT
 static uint32_t rx_check_untagged(struct siwarp_qp *qp, unsigned qn_expected)
 {
     const struct swp_ddp_untagged_hdr *u = rx_uhdr(&qp->rx);
@@ -216,6 +220,7 @@ static uint32_t rx_hdr_read_resp(struct siwarp_qp *qp)
     return 0;
 }
 
+SWP_HOT
 static uint32_t rx_hdr_send(struct siwarp_qp *qp)
 {
     struct swp_rx *rx = &qp->rx;
@@ -332,6 +337,7 @@ static void rx_done_read_resp(struct siwarp_qp *qp)
     swp_sq_retire(qp);
 }
 
+SWP_HOT
 static void rx_done_send(struct siwarp_qp *qp)
 {
     struct swp_rx *rx = &qp->rx;
@@ -440,6 +446,7 @@ static int rx_fatal(struct siwarp_qp *qp, uint32_t term, const char *what)
 /* Called whenever the header buffer reaches hdr_want bytes.  Three steps:
  * ULPDU_Length + control (4 bytes), then the DDP header the T flag implies
  * (so a Terminate can copy it, RFC 5040 4.8), then the opcode's full header. */
+SWP_HOT
 static int rx_hdr_step(struct siwarp_qp *qp)
 {
     struct swp_rx *rx = &qp->rx;
@@ -499,6 +506,7 @@ static int rx_hdr_step(struct siwarp_qp *qp)
     return 0;
 }
 
+SWP_HOT
 int swp_rx_fpdu_done(struct siwarp_qp *qp)
 {
     struct swp_rx *rx = &qp->rx;
@@ -557,6 +565,7 @@ static int rx_marker(struct siwarp_qp *qp, const uint8_t **p, uint32_t *avail)
 }
 
 /* Parse staged bytes. */
+SWP_HOT
 static int rx_consume(struct siwarp_qp *qp)
 {
     struct swp_rx *rx = &qp->rx;
@@ -651,6 +660,7 @@ int swp_rx_parse(struct siwarp_qp *qp, const uint8_t *p, uint32_t n)
     return rc;
 }
 
+SWP_HOT
 static int rx_progress(struct siwarp_qp *qp)
 {
     struct swp_rx *rx = &qp->rx;
@@ -720,6 +730,7 @@ static int rx_progress(struct siwarp_qp *qp)
     return 0;
 }
 
+SWP_HOT
 int swp_rx_progress(struct siwarp_qp *qp)
 {
     int rc = rx_progress(qp);

@@ -22,6 +22,7 @@ uint32_t swp_fpdu_wire_len(uint32_t ulpdu_len, bool crc)
     return SWP_MPA_HDR_LEN + ulpdu_len + swp_mpa_pad(ulpdu_len) + SWP_MPA_CRC_LEN;
 }
 
+SWP_HOT
 static uint8_t *tx_space(struct swp_tx *tx, uint32_t n)
 {
     uint8_t *p;
@@ -33,6 +34,7 @@ static uint8_t *tx_space(struct swp_tx *tx, uint32_t n)
     return p;
 }
 
+SWP_HOT
 static void tx_iov(struct swp_tx *tx, const void *p, size_t n)
 {
     struct iovec *last = tx->niov ? &tx->iov[tx->niov - 1] : NULL;
@@ -67,6 +69,7 @@ static void tx_marker(struct siwarp_qp *qp, uint16_t ptr, bool crc)
     tx->stream_off += SWP_MPA_MARKER_LEN;
 }
 
+SWP_HOT
 static void tx_emit(struct siwarp_qp *qp, const uint8_t *p, size_t n, bool crc)
 {
     struct swp_tx *tx = &qp->tx;
@@ -96,6 +99,7 @@ static void tx_emit(struct siwarp_qp *qp, const uint8_t *p, size_t n, bool crc)
 }
 
 /* Is there room for one more FPDU with this payload and this many pieces? */
+SWP_HOT
 static bool tx_room(struct siwarp_qp *qp, uint32_t plen, uint32_t pieces)
 {
     struct swp_tx *tx = &qp->tx;
@@ -111,6 +115,7 @@ static bool tx_room(struct siwarp_qp *qp, uint32_t plen, uint32_t pieces)
 
 /* Header space for one FPDU: the caller builds the DDP/RDMAP header at
  * the returned pointer + 2. */
+SWP_HOT
 static uint8_t *tx_fpdu_hdr(struct swp_tx *tx)
 {
     return tx_space(tx, SWP_MPA_HDR_LEN + SWP_HDR_MAX);
@@ -118,6 +123,7 @@ static uint8_t *tx_fpdu_hdr(struct swp_tx *tx)
 
 /* Emit one FPDU: ULPDU_Length, header (already at h + 2), payload pieces,
  * pad, CRC (RFC 5044 4.1 - 4.4). */
+SWP_HOT
 static void tx_fpdu(struct siwarp_qp *qp, uint8_t *h, uint32_t hdrlen,
                     const struct iovec *pl, uint32_t npl, uint32_t plen)
 {
@@ -161,6 +167,7 @@ static void tx_fpdu(struct siwarp_qp *qp, uint8_t *h, uint32_t hdrlen,
 }
 
 /* iovecs for bytes [off, off + len) of a WQE's payload */
+SWP_HOT
 static uint32_t tx_gather(const struct swp_swqe *w, uint64_t off, uint32_t len,
                           struct iovec *iov, uint32_t max)
 {
@@ -199,6 +206,7 @@ static uint32_t tx_max_payload(struct siwarp_qp *qp, uint32_t hdrlen)
 }
 
 /* One FPDU of a Send or Write WQE.  Returns false when out of room. */
+SWP_HOT
 static bool tx_segment(struct siwarp_qp *qp, struct swp_swqe *w)
 {
     bool tagged = w->opcode == SIWARP_WR_WRITE;
@@ -394,6 +402,7 @@ static bool tx_read_resp(struct siwarp_qp *qp, struct swp_irqe *r)
     return true;
 }
 
+SWP_HOT
 static void tx_fill(struct siwarp_qp *qp)
 {
     if (qp->term_pending) {
@@ -554,6 +563,7 @@ static void tx_top_up(struct siwarp_qp *qp)
 /* Write what iov[iov_done..niov) holds: sendmsg's answer, or send()'s for
  * a small batch.  A short write is fine either way: the caller advances the
  * iovecs by what was written, and they still point at the bytes. */
+SWP_HOT
 static ssize_t tx_write(int fd, struct swp_tx *tx)
 {
     const struct iovec *v = &tx->iov[tx->iov_done];
@@ -588,6 +598,7 @@ static bool tx_drained(struct siwarp_qp *qp)
            !swp_ring_count(&qp->orqr);
 }
 
+SWP_HOT
 int swp_tx_progress(struct siwarp_qp *qp)
 {
     struct swp_tx *tx = &qp->tx;
@@ -658,6 +669,7 @@ int swp_tx_progress(struct siwarp_qp *qp)
  * later posts between two progress calls are held (a lone post, as in a
  * ping-pong, goes out at once), and never more than init.tx_coalesce:
  * the post after that writes them all. */
+SWP_HOT
 void swp_tx_post(struct siwarp_qp *qp)
 {
     struct siwarp_ctx *ctx = qp->ctx;

@@ -105,6 +105,7 @@ int siwarp_destroy_srq(struct siwarp_srq *srq)
     return 0;
 }
 
+SWP_HOT
 int siwarp_post_srq_recv(struct siwarp_srq *srq, struct siwarp_recv_wr *wr,
                          struct siwarp_recv_wr **bad_wr)
 {
@@ -163,6 +164,7 @@ int siwarp_query_srq(struct siwarp_srq *srq, struct siwarp_srq_attr *a)
 
 /* ---- the receive path's view (qp_rx.c, qp.c) ---------------------------------- */
 
+SWP_HOT
 struct swp_rwqe *swp_recv_wqe_peek(struct siwarp_qp *qp)
 {
     struct siwarp_srq *srq = qp->srq;
@@ -174,6 +176,7 @@ struct swp_rwqe *swp_recv_wqe_peek(struct siwarp_qp *qp)
     return srq->rqr.head == srq->rqr.tail ? NULL : &srq->rq[srq->rqr.head & srq->rqr.mask];
 }
 
+SWP_HOT
 void swp_recv_wqe_take(struct siwarp_qp *qp)
 {
     struct siwarp_srq *srq = qp->srq;
@@ -192,6 +195,7 @@ void swp_recv_wqe_take(struct siwarp_qp *qp)
     srq->rqr.head++;
 }
 
+SWP_HOT
 void swp_recv_wqe_done(struct siwarp_qp *qp)
 {
     if (qp->srq)

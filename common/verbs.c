@@ -108,6 +108,7 @@ static int swp_check_send_wr(struct siwarp_qp *qp, const struct siwarp_send_wr *
     return 0;
 }
 
+SWP_HOT
 static int swp_post_one_send(struct siwarp_qp *qp, const struct siwarp_send_wr *wr)
 {
     struct swp_swqe *w;
@@ -163,6 +164,7 @@ static int swp_post_one_send(struct siwarp_qp *qp, const struct siwarp_send_wr *
     return 0;
 }
 
+SWP_HOT
 int siwarp_post_send(struct siwarp_qp *qp, struct siwarp_send_wr *wr,
                      struct siwarp_send_wr **bad_wr)
 {
@@ -188,6 +190,7 @@ int siwarp_post_send(struct siwarp_qp *qp, struct siwarp_send_wr *wr,
     return rc;
 }
 
+SWP_HOT
 int swp_rwqe_fill(struct siwarp_ctx *ctx, struct siwarp_pd *pd, uint32_t max_sge,
                   struct swp_rwqe *w, const struct siwarp_recv_wr *wr)
 {
