@@ -903,4 +903,36 @@ TEST(send_unregistered_memory)
     ASSERT_EQ(siwarp_post_send(p.qp[0], &rd, NULL), -EINVAL);
 }
 
+/* A post checks its SGEs' lkeys every time: rights, bounds, and an MR
+ * invalidated or deregistered after an earlier post found it. */
+TEST(post_checks_lkeys_after_dereg_and_invalidate)
+{
+    struct pair p;
+    pair_setup(&p, nego_default(true, false));
+    static uint8_t a[256], b[256];
+    struct siwarp_mr *ma = reg(&p, a, sizeof(a), ACC_ALL), *mb = reg(&p, b, sizeof(b), 0);
+    struct siwarp_sge s = { a, 64, siwarp_mr_stag(ma) };
+    struct siwarp_recv_wr rw = { .wr_id = 1, .sg_list = &s, .num_sge = 1 };
+
+    ASSERT_OK(siwarp_post_recv(p.qp[0], &rw, NULL));
+    ASSERT_OK(siwarp_post_recv(p.qp[0], &rw, NULL));
+    s.addr = a + 200;
+    ASSERT_EQ(siwarp_post_recv(p.qp[0], &rw, NULL), -ERANGE);     /* past the end */
+    s = (struct siwarp_sge){ b, 64, siwarp_mr_stag(mb) };
+    ASSERT_EQ(siwarp_post_recv(p.qp[0], &rw, NULL), -EACCES);     /* no local write */
+    ASSERT_EQ(siwarp_post_recv(p.qp[0], &rw, NULL), -EACCES);
+
+    s = (struct siwarp_sge){ a, 64, siwarp_mr_stag(ma) };
+    ASSERT_OK(siwarp_invalidate_stag(p.pd, siwarp_mr_stag(ma)));
+    ASSERT_EQ(siwarp_post_recv(p.qp[0], &rw, NULL), -EINVAL);
+    ASSERT_OK(siwarp_dereg_mr(ma));
+
+    struct siwarp_mr *m2 = reg(&p, a, sizeof(a), ACC_ALL);
+    s.lkey = siwarp_mr_stag(m2);
+    ASSERT_OK(siwarp_post_recv(p.qp[0], &rw, NULL));
+    ASSERT_OK(siwarp_dereg_mr(m2));
+    ASSERT_EQ(siwarp_post_recv(p.qp[0], &rw, NULL), -EINVAL);
+    ASSERT_OK(siwarp_dereg_mr(mb));
+}
+
 SWP_TEST_MAIN()
