@@ -276,6 +276,16 @@ if nm -D --undefined-only "$COMP/mca_btl_siwarp.so" 2>/dev/null | grep -q "__syn
 else
     ok "the component needs no 16-byte atomic from a library"
 fi
+# The plugin exports its component and nothing else (btl_siwarp/local.mk):
+# a call between its own functions that went through the PLT would be a
+# jump through a table page more on every message.
+exported=$(nm -D --defined-only "$COMP/mca_btl_siwarp.so" 2>/dev/null | awk '{print $3}' | tr '\n' ' ')
+own_plt=$(objdump -d "$COMP/mca_btl_siwarp.so" 2>/dev/null | grep -c "call.*<\(swp_\|siwarp_\|mca_btl_siwarp_\)[a-z0-9_]*@plt>")
+if [ "$exported" = "mca_btl_siwarp_component " ] && [ "$own_plt" = 0 ]; then
+    ok "the component exports only mca_btl_siwarp_component; no call to its own code goes through the PLT"
+else
+    not_ok "the component exports only mca_btl_siwarp_component (exports: ${exported:0:200}...; own PLT calls: $own_plt)"
+fi
 run "MPI_THREAD_MULTIPLE: 4 threads a rank, each its own ping-pong 1 B-1 MiB" 2 \
     "$OUT/mpi_threads" 4 20
 run "MPI_THREAD_MULTIPLE with the progress thread (btl_siwarp_progress_thread=1)" 2 \
