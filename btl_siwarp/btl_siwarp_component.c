@@ -371,7 +371,6 @@ static mca_btl_base_module_t **siwarp_component_init(int *num_btls, bool progres
     mca_btl_base_module_t **btls;
     int rc;
     (void) progress_threads;
-    (void) mpi_threads;
 
     *num_btls = 0;
     if (OPAL_SUCCESS != mca_btl_siwarp_params_verify() ||
@@ -398,6 +397,19 @@ static mca_btl_base_module_t **siwarp_component_init(int *num_btls, bool progres
         m->super.btl_finalize(&m->super);
         free(btls);
         return NULL;
+    }
+    /* Without MPI_THREAD_MULTIPLE and without our progress thread every
+     * call into libsiwarp comes from whichever thread is in MPI, one at a
+     * time (the rcache defers deregistrations that free() triggers to the
+     * next registration), so the context needs no lock: that saves 3-4
+     * lock/unlock pairs a ping-pong hop. */
+    if (!mpi_threads && !(c->progress_thread && c->mpa)) {
+        rc = siwarp_ctx_set_single_thread(m->ctx, true);
+        BTL_VERBOSE(("libsiwarp context: %s", 0 == rc ? "one thread at a time, no locks"
+                                                      : "thread-safe (could not set single-thread)"));
+    } else {
+        BTL_VERBOSE(("libsiwarp context: thread-safe (%s)",
+                     mpi_threads ? "MPI_THREAD_MULTIPLE" : "btl_siwarp_progress_thread"));
     }
     if (c->progress_thread && c->mpa &&
         OPAL_SUCCESS != mca_btl_siwarp_module_start_thread(m)) {

@@ -67,6 +67,22 @@ err:
     return rc;
 }
 
+int siwarp_ctx_set_single_thread(struct siwarp_ctx *ctx, bool on)
+{
+    int rc = 0;
+
+    if (!ctx)
+        return -EINVAL;
+    /* the real lock either way: a thread of the old mode may be inside */
+    pthread_mutex_lock(&ctx->lock);
+    if (ctx->sleepers)
+        rc = -EBUSY;            /* it would wake up to a context nobody locks */
+    else
+        ctx->single_thread = on;
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
+
 void siwarp_ctx_destroy(struct siwarp_ctx *ctx)
 {
     if (!ctx)

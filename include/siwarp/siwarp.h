@@ -16,6 +16,7 @@
 #ifndef SIWARP_SIWARP_H
 #define SIWARP_SIWARP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -55,6 +56,14 @@ int  siwarp_wait(struct siwarp_ctx *ctx, int timeout_ms);
  * then on; a context whose fd nobody asked for lets busy-polled sockets
  * out of the set, which makes each arriving segment cheaper. */
 int  siwarp_ctx_fd(struct siwarp_ctx *ctx);
+/* One thread at a time (on = true): the caller promises that calls on this
+ * context and on everything made from it (PDs, MRs, CQs, SRQs, QPs,
+ * listeners) never overlap, as under MPI_THREAD_SINGLE, FUNNELED or
+ * SERIALIZED, and the library stops taking its lock.  Calls may still
+ * come from different threads in turn.  off (the default) makes every
+ * call thread-safe again.  Set it while no other thread uses the context:
+ * -EBUSY if one sleeps in siwarp_wait / siwarp_cq_wait; 0, or -EINVAL. */
+int  siwarp_ctx_set_single_thread(struct siwarp_ctx *ctx, bool on);
 /* Spin, then sleep, while a transfer waits on the kernel.  Once spin_us of
  * non-blocking progress calls in a row moved nothing while some transfer is
  * in flight (a send blocked on a full socket, an RDMA Read awaiting its

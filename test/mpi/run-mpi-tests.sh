@@ -354,6 +354,18 @@ vcheck $? p2p_auto "btl_siwarp_p2p auto: no P2P RTR between two software siwarp 
 p2p_run on --mca btl_siwarp_p2p 1
 vcheck $? p2p_on "btl_siwarp_p2p 1: P2P with the Read RTR between software peers" \
     "pingpong: ok" "connected: MPA rev 2 .* rtr 4 "
+# The libsiwarp context takes no lock when one thread at a time calls in:
+# without MPI_THREAD_MULTIPLE and without the progress thread; either of
+# them keeps it thread-safe.
+vrun lock_default 2 "$OUT/mpi_pingpong" 65536
+vcheck $? lock_default "one thread in MPI: the libsiwarp context takes no lock" \
+    "pingpong: ok" "libsiwarp context: one thread at a time, no locks" "!libsiwarp context: thread-safe"
+vrun lock_multiple 2 "$OUT/mpi_threads" 2 5
+vcheck $? lock_multiple "MPI_THREAD_MULTIPLE: the libsiwarp context locks" \
+    "threads: ok" "libsiwarp context: thread-safe (MPI_THREAD_MULTIPLE)" "!no locks"
+vrun lock_thread 2 --mca btl_siwarp_progress_thread 1 "$OUT/mpi_pingpong" 65536
+vcheck $? lock_thread "btl_siwarp_progress_thread=1: the libsiwarp context locks" \
+    "pingpong: ok" "libsiwarp context: thread-safe (btl_siwarp_progress_thread)" "!no locks"
 # A peer that asked first: rank 1's request waits while rank 0 sleeps
 # outside MPI; rank 0's reply must take that connection, not open its own
 # and reject rank 1's as a duplicate.
