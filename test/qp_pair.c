@@ -3,6 +3,7 @@
  */
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "harness.h"
 #include "qp_pair.h"
@@ -39,4 +40,29 @@ void swp_test_pair_setup(struct swp_test_pair *p, const struct swp_test_pair_opt
     ASSERT_OK(swp_qp_attach_fd(p->qp[0], fd[0], &n));
     n.initiator = false;
     ASSERT_OK(swp_qp_attach_fd(p->qp[1], fd[1], &n));
+}
+
+static void *sleeper_main(void *arg)
+{
+    struct swp_test_sleeper *s = arg;
+
+    s->rc = siwarp_cq_wait(s->p->cq[1], s->timeout_ms);
+    return NULL;
+}
+
+void swp_test_sleeper_start(struct swp_test_sleeper *s, struct swp_test_pair *p, int timeout_ms)
+{
+    struct timespec d = { 0, 100 * 1000000L };
+
+    s->p = p;
+    s->timeout_ms = timeout_ms;
+    s->rc = 1;
+    ASSERT_OK(pthread_create(&s->thread, NULL, sleeper_main, s));
+    nanosleep(&d, NULL);        /* in epoll_wait by now */
+}
+
+int swp_test_sleeper_join(struct swp_test_sleeper *s)
+{
+    pthread_join(s->thread, NULL);
+    return s->rc;
 }

@@ -6,6 +6,7 @@
 #ifndef SWP_TEST_QP_PAIR_H
 #define SWP_TEST_QP_PAIR_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -29,5 +30,17 @@ struct swp_test_pair_opts {
 
 /* Fails the test case on any error. */
 void swp_test_pair_setup(struct swp_test_pair *p, const struct swp_test_pair_opts *o);
+
+/* A thread asleep in siwarp_cq_wait(p->cq[1], timeout_ms), as a progress
+ * thread would be; start returns once it has had 100 ms to get there, join
+ * returns the wait's result. */
+struct swp_test_sleeper {
+    struct swp_test_pair *p;
+    int timeout_ms;
+    int rc;
+    pthread_t thread;
+};
+void swp_test_sleeper_start(struct swp_test_sleeper *s, struct swp_test_pair *p, int timeout_ms);
+int swp_test_sleeper_join(struct swp_test_sleeper *s);
 
 #endif

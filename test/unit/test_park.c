@@ -8,7 +8,6 @@
  */
 #include <arpa/inet.h>
 #include <poll.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,37 +170,21 @@ TEST(a_handed_out_fd_sees_every_socket)
 /* A thread asleep in the set (a progress thread) must keep its sockets:
  * another thread busy-polling meanwhile does not park them, so a message
  * nobody else reads wakes the sleeper. */
-struct sleeper {
-    struct swp_test_pair *p;
-    int rc;
-};
-
-static void *sleeper_main(void *arg)
-{
-    struct sleeper *s = arg;
-    s->rc = siwarp_cq_wait(s->p->cq[1], 10000);
-    return NULL;
-}
-
 TEST(no_parking_under_a_sleeping_thread)
 {
     struct swp_test_pair p;
-    struct sleeper s = { &p, 1 };
-    struct timespec d = { 0, 100 * 1000000L };
+    struct swp_test_sleeper s;
     struct siwarp_wc wc;
     struct msg m;
-    pthread_t t;
 
     pair_setup(&p);
     msg_setup(&p, &m);
     spin(&p, 200);
-    ASSERT_OK(pthread_create(&t, NULL, sleeper_main, &s));
-    nanosleep(&d, NULL);        /* the sleeper is in epoll_wait by now */
+    swp_test_sleeper_start(&s, &p, 10000);
     spin(&p, 200);              /* a busy poller on the same context */
     ASSERT(in_set(p.ctx->epfd, siwarp_qp_fd(p.qp[1])));
     msg_post(&p, &m, 5);        /* written at once; nobody polls after it */
-    pthread_join(t, NULL);
-    ASSERT_OK(s.rc);            /* woken by the arrival, not timed out */
+    ASSERT_OK(swp_test_sleeper_join(&s));   /* woken by the arrival, not timed out */
     ASSERT_EQ(siwarp_poll_cq(p.cq[1], 1, &wc), 1);
     msg_check(&m, &wc, 5);
 }

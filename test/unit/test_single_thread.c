@@ -142,35 +142,17 @@ TEST(single_thread_takes_no_lock_and_the_default_does)
 
 /* A thread asleep in the context would wake up to a context nobody locks:
  * the switch is refused while it sleeps, and taken once it is gone. */
-struct sleeper {
-    struct swp_test_pair *p;
-    int rc;
-};
-
-static void *sleeper_main(void *arg)
-{
-    struct sleeper *s = arg;
-
-    s->rc = siwarp_cq_wait(s->p->cq[1], 500);
-    return NULL;
-}
-
 TEST(single_thread_refused_while_a_thread_sleeps)
 {
     struct swp_test_pair p;
-    struct sleeper s;
-    pthread_t t;
+    struct swp_test_sleeper s;
 
     ASSERT_EQ(siwarp_ctx_set_single_thread(NULL, true), -EINVAL);
     pair_setup(&p);
-    s.p = &p;
-    s.rc = 1;
-    ASSERT_OK(pthread_create(&t, NULL, sleeper_main, &s));
-    sleep_ms(100);              /* in epoll_wait by now, nothing to wake it */
+    swp_test_sleeper_start(&s, &p, 500);    /* nothing will wake it */
     ASSERT_EQ(siwarp_ctx_set_single_thread(p.ctx, true), -EBUSY);
     ASSERT(!p.ctx->single_thread);
-    pthread_join(t, NULL);
-    ASSERT_EQ(s.rc, -ETIMEDOUT);    /* nothing came: it slept the 500 ms out */
+    ASSERT_EQ(swp_test_sleeper_join(&s), -ETIMEDOUT);   /* it slept the 500 ms out */
     ASSERT_OK(siwarp_ctx_set_single_thread(p.ctx, true));
     ASSERT(p.ctx->single_thread);
 }
