@@ -7,6 +7,8 @@
  */
 #include "mpi_common.h"
 
+#define MID_COUNT 2000      /* mid-size messages per pair in the second flood */
+
 int main(int argc, char **argv)
 {
     int rank, size, n = 20000;
@@ -18,7 +20,9 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
 
-    MPI_Request *sreq = malloc(sizeof(MPI_Request) * (size_t) n * (size_t) size);
+    /* both floods post their sends here: n, then MID_COUNT per peer */
+    size_t per_peer = n > MID_COUNT ? (size_t) n : MID_COUNT;
+    MPI_Request *sreq = malloc(sizeof(MPI_Request) * per_peer * (size_t) size);
     int (*sbuf)[4] = malloc(sizeof(int[4]) * (size_t) n);
     int ns = 0;
     for (int i = 0; i < n; i++) {
@@ -51,7 +55,7 @@ int main(int argc, char **argv)
     MPI_Waitall(ns, sreq, MPI_STATUSES_IGNORE);
     /* a second flood of mid-size (eager, several KB) messages */
     {
-        const int m = 2000, len = 3000;
+        const int m = MID_COUNT, len = 3000;
         uint8_t *big = malloc((size_t) m * len);
         int nr = 0;
         MPI_Request *rr = malloc(sizeof(MPI_Request) * (size_t) m * (size_t) size);
