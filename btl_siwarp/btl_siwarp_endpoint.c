@@ -46,7 +46,9 @@ static void ep_construct(mca_btl_siwarp_endpoint_t *ep)
     ep->fd = -1;
     ep->tcp_connected = 0;
     ep->rx_hdr_got = ep->rx_left = ep->rx_len = 0;
-    ep->rx_dst = ep->rx_buf = NULL;
+    ep->rx_dst = ep->rx_buf = ep->rx_stage = NULL;
+    ep->rx_head = ep->rx_tail = 0;
+    ep->rx_in_frame = ep->rx_direct = 0;
     ep->rx_get = NULL;
 }
 
@@ -58,6 +60,7 @@ static void ep_destruct(mca_btl_siwarp_endpoint_t *ep)
     OBJ_DESTRUCT(&ep->gets_inflight);
     free(ep->addrs);
     free(ep->rx_buf);
+    free(ep->rx_stage);
 }
 
 OBJ_CLASS_INSTANCE(mca_btl_siwarp_endpoint_t, opal_list_item_t, ep_construct, ep_destruct);

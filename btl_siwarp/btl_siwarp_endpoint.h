@@ -93,12 +93,16 @@ struct mca_btl_base_endpoint_t {
     int fd;
     int tcp_connected;                  /* socket connected, HELLO sent */
     opal_list_t tx_queue;               /* frames partly / not yet written */
-    mca_btl_siwarp_tcp_hdr_t rx_hdr;
-    size_t rx_hdr_got;
+    mca_btl_siwarp_tcp_hdr_t rx_hdr;    /* the frame being received */
+    size_t rx_hdr_got;                  /* handshake: header bytes in */
     uint8_t *rx_dst;                    /* where the body goes */
     size_t rx_left;
     size_t rx_len;
-    uint8_t *rx_buf;                    /* DATA bodies */
+    uint8_t *rx_stage;                  /* what the socket gave, not yet taken */
+    size_t rx_head, rx_tail;
+    int rx_in_frame;                    /* rx_hdr parsed, its body not all in */
+    int rx_direct;                      /* the body goes to rx_dst (PUT, GET_RESP) */
+    uint8_t *rx_buf;                    /* DATA bodies staged unaligned */
     uint64_t rx_small[2];               /* GET_REQ / HELLO bodies */
     mca_btl_siwarp_frag_t *rx_get;      /* GET_RESP target */
     opal_list_t gets_inflight;          /* our GET_REQs awaiting data */
@@ -178,6 +182,10 @@ void mca_btl_siwarp_tcp_accept(mca_btl_siwarp_module_t *m, int listen_fd);
 int  mca_btl_siwarp_tcp_submit(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag);
 int  mca_btl_siwarp_tcp_progress(mca_btl_siwarp_endpoint_t *ep);
 void mca_btl_siwarp_tcp_close(mca_btl_siwarp_endpoint_t *ep);
+/* btl_siwarp_fallback_rx.c */
+int  mca_btl_siwarp_tcp_rx_progress(mca_btl_siwarp_endpoint_t *ep);
+int  mca_btl_siwarp_tcp_rx_body(mca_btl_siwarp_endpoint_t *ep);
+void mca_btl_siwarp_tcp_rx_reset(mca_btl_siwarp_endpoint_t *ep);
 
 END_C_DECLS
 #endif

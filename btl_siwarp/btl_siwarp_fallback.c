@@ -3,9 +3,10 @@
  * iWARP with us (MPA disabled with btl_siwarp_mpa=0, MPA rejected, or a
  * revision the peer does not speak).
  *
- * Frames: mca_btl_siwarp_tcp_hdr_t then `len` body bytes.  Active messages
- * travel as DATA frames; put is a PUT frame written straight into the target
- * address; get is a GET_REQ answered by a GET_RESP.  PUT and GET_REQ carry
+ * Frames: mca_btl_siwarp_tcp_hdr_t then `len` body bytes (received in
+ * btl_siwarp_fallback_rx.c).  Active messages travel as DATA frames; put is
+ * a PUT frame written straight into the target address; get is a GET_REQ
+ * answered by a GET_RESP.  PUT and GET_REQ carry
  * the target's registration handle: before touching memory the target checks
  * it against the registrations it handed out (module->regtab: handle valid ->
  * rights -> bounds, with overflow), exactly what an RNIC checks for RDMA
@@ -25,7 +26,6 @@
 
 #include <endian.h>
 #include <errno.h>
-#include <inttypes.h>
 #include <stdlib.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -36,7 +36,6 @@
 #include <sys/uio.h>
 
 #include "opal/util/output.h"
-#include "opal/util/show_help.h"
 
 #define HELLO_TIMEOUT_SEC 5
 #define HELLO_LEN (sizeof(mca_btl_siwarp_tcp_hdr_t) + sizeof(mca_btl_siwarp_conn_pd_t))
@@ -105,14 +104,6 @@ static void hello_frame(uint8_t buf[HELLO_LEN], int op, int reason)
     memcpy(buf + sizeof(h), &pd, sizeof(pd));
 }
 
-static void rx_reset(mca_btl_siwarp_endpoint_t *ep)
-{
-    ep->rx_hdr_got = 0;
-    ep->rx_left = 0;
-    ep->rx_dst = NULL;
-    ep->rx_get = NULL;
-}
-
 void mca_btl_siwarp_tcp_close(mca_btl_siwarp_endpoint_t *ep)
 {
     mca_btl_siwarp_frag_t *frag;
@@ -122,7 +113,7 @@ void mca_btl_siwarp_tcp_close(mca_btl_siwarp_endpoint_t *ep)
         ep->fd = -1;
     }
     ep->tcp_connected = 0;
-    rx_reset(ep);
+    mca_btl_siwarp_tcp_rx_reset(ep);
     while (NULL != (frag = (mca_btl_siwarp_frag_t *) opal_list_remove_first(&ep->tx_queue))) {
         mca_btl_siwarp_frag_complete(ep->module, frag, OPAL_ERR_UNREACH);
     }
@@ -149,7 +140,7 @@ int mca_btl_siwarp_tcp_connect(mca_btl_siwarp_endpoint_t *ep)
         if (0 == connect(fd, (struct sockaddr *) &ss, len) || EINPROGRESS == errno) {
             ep->fd = fd;
             ep->tcp_connected = 0;
-            rx_reset(ep);
+            mca_btl_siwarp_tcp_rx_reset(ep);
             ep->transport = MCA_BTL_SIWARP_TR_TCP;
             /* TCP connect plus HELLO / HELLO_ACK, bounded like the MPA exchange */
             ep->deadline_ms = mca_btl_siwarp_now_ms() +
@@ -163,8 +154,9 @@ int mca_btl_siwarp_tcp_connect(mca_btl_siwarp_endpoint_t *ep)
     return OPAL_ERR_UNREACH;
 }
 
-/* Read into the rx cursor; returns 1 when `want` bytes of the current frame
- * body are in, 0 for later, -1 on EOF / error (errno set, 0 for EOF). */
+/* The handshake reply's header, exactly (nothing beyond it is read: what
+ * follows is the connection's, fallback_rx.c): 2 when it is in, 0 for later,
+ * -1 on EOF / error (errno set, 0 for EOF). */
 static int rx_fill(mca_btl_siwarp_endpoint_t *ep)
 {
     ssize_t n;
@@ -183,26 +175,6 @@ static int rx_fill(mca_btl_siwarp_endpoint_t *ep)
         return (EAGAIN == errno || EWOULDBLOCK == errno || EINTR == errno) ? 0 : -1;
     }
     return 2;   /* header complete: caller sets up the body */
-}
-
-static int rx_body(mca_btl_siwarp_endpoint_t *ep)
-{
-    ssize_t n;
-
-    while (ep->rx_left > 0) {
-        n = recv(ep->fd, ep->rx_dst, ep->rx_left, 0);
-        if (n > 0) {
-            ep->rx_dst += n;
-            ep->rx_left -= (size_t) n;
-            continue;
-        }
-        if (0 == n) {
-            errno = 0;
-            return -1;
-        }
-        return (EAGAIN == errno || EWOULDBLOCK == errno || EINTR == errno) ? 0 : -1;
-    }
-    return 1;
 }
 
 int mca_btl_siwarp_tcp_progress_connect(mca_btl_siwarp_endpoint_t *ep)
@@ -242,7 +214,7 @@ int mca_btl_siwarp_tcp_progress_connect(mca_btl_siwarp_endpoint_t *ep)
             return 1;
         }
         ep->tcp_connected = 1;
-        rx_reset(ep);
+        mca_btl_siwarp_tcp_rx_reset(ep);
     }
     if (ep->rx_hdr_got < sizeof(ep->rx_hdr)) {
         rc = rx_fill(ep);
@@ -262,7 +234,7 @@ int mca_btl_siwarp_tcp_progress_connect(mca_btl_siwarp_endpoint_t *ep)
         ep->rx_dst = (uint8_t *) ep->rx_small;
         ep->rx_left = sizeof(pd);
     }
-    rc = rx_body(ep);
+    rc = mca_btl_siwarp_tcp_rx_body(ep);
     if (rc < 0) {
         mca_btl_siwarp_ep_fail(ep, "peer closed the connection during the handshake", 1);
         return 1;
@@ -270,7 +242,7 @@ int mca_btl_siwarp_tcp_progress_connect(mca_btl_siwarp_endpoint_t *ep)
     if (0 == rc) {
         return 0;
     }
-    rx_reset(ep);
+    mca_btl_siwarp_tcp_rx_reset(ep);
     if (OPAL_SUCCESS != mca_btl_siwarp_parse_conn_pd(ep->rx_small, sizeof(pd), &pd)) {
         mca_btl_siwarp_ep_fail(ep, "bad TCP handshake reply", 1);
         return 1;
@@ -346,7 +318,7 @@ void mca_btl_siwarp_tcp_accept(mca_btl_siwarp_module_t *m, int listen_fd)
         }
         ep->fd = fd;
         ep->tcp_connected = 1;
-        rx_reset(ep);
+        mca_btl_siwarp_tcp_rx_reset(ep);
         mca_btl_siwarp_ep_activate(ep);
         mca_btl_siwarp_ep_connected(ep, MCA_BTL_SIWARP_TR_TCP, pd.rq_depth);
     }
@@ -482,161 +454,10 @@ int mca_btl_siwarp_tcp_submit(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag
     return OPAL_SUCCESS;
 }
 
-/* ---- receive ------------------------------------------------------------------- */
-
-/* May the peer put into / get from [addr, addr + len) through stag?  On no,
- * tell the user which peer asked for what, and fail the endpoint. */
-static int access_ok(mca_btl_siwarp_endpoint_t *ep, const char *what, uint32_t stag,
-                     uint64_t addr, uint64_t len, uint32_t access)
-{
-    int rc = mca_btl_siwarp_regtab_check(&ep->module->regtab, stag, addr, len, access);
-    char detail[160];
-
-    if (0 == rc) {
-        return 1;
-    }
-    snprintf(detail, sizeof(detail), "%s of %" PRIu64 " bytes at 0x%" PRIx64
-             " through handle 0x%08x", what, len, addr, stag);
-    /* printed by this process directly: ORTE's show_help relay can lose the
-     * message below when the job aborts right after it */
-    BTL_ERROR(("siwarp: refused %s from %s: %s", detail, OPAL_NAME_PRINT(ep->name),
-               mca_btl_siwarp_regtab_strerror(rc)));
-    opal_show_help("help-mpi-btl-siwarp.txt", "remote access refused", true,
-                   opal_process_info.nodename, OPAL_NAME_PRINT(ep->name),
-                   mca_btl_siwarp_ep_peer_host(ep), detail,
-                   mca_btl_siwarp_regtab_strerror(rc));
-    return 0;
-}
-
-static int rx_setup(mca_btl_siwarp_endpoint_t *ep)
-{
-    mca_btl_siwarp_module_t *m = ep->module;
-    size_t len = ntohl(ep->rx_hdr.len);
-    uint64_t arg = be64toh(ep->rx_hdr.arg);
-    mca_btl_siwarp_frag_t *frag;
-
-    ep->rx_len = len;
-    switch (ep->rx_hdr.op) {
-    case MCA_BTL_SIWARP_TCP_DATA:
-        if (len < sizeof(mca_btl_siwarp_hdr_t) || len > m->frag_size) {
-            return -1;
-        }
-        if (NULL == ep->rx_buf && NULL == (ep->rx_buf = malloc(m->frag_size))) {
-            return -1;
-        }
-        ep->rx_dst = ep->rx_buf;
-        break;
-    case MCA_BTL_SIWARP_TCP_PUT:
-        /* the target must lie inside a registration we handed out */
-        if (!access_ok(ep, "put", ntohl(ep->rx_hdr.stag), arg, len,
-                       MCA_BTL_SIWARP_REGTAB_WRITE)) {
-            return -2;
-        }
-        ep->rx_dst = (uint8_t *) (uintptr_t) arg;
-        break;
-    case MCA_BTL_SIWARP_TCP_GET_REQ:
-        if (len != sizeof(ep->rx_small)) {
-            return -1;
-        }
-        ep->rx_dst = (uint8_t *) ep->rx_small;
-        break;
-    case MCA_BTL_SIWARP_TCP_GET_RESP:
-        ep->rx_get = NULL;
-        OPAL_LIST_FOREACH(frag, &ep->gets_inflight, mca_btl_siwarp_frag_t) {
-            if ((uint64_t) (uintptr_t) frag == arg) {
-                ep->rx_get = frag;
-                break;
-            }
-        }
-        if (NULL == ep->rx_get || len != ep->rx_get->rdma_size) {
-            return -1;
-        }
-        ep->rx_dst = ep->rx_get->local_address;
-        break;
-    default:
-        return -1;
-    }
-    ep->rx_left = len;
-    return 0;
-}
-
-static int rx_dispatch(mca_btl_siwarp_endpoint_t *ep)
-{
-    mca_btl_siwarp_module_t *m = ep->module;
-    mca_btl_siwarp_frag_t *frag;
-
-    switch (ep->rx_hdr.op) {
-    case MCA_BTL_SIWARP_TCP_DATA: {
-        mca_btl_siwarp_hdr_t *hdr = (mca_btl_siwarp_hdr_t *) ep->rx_buf;
-        mca_btl_base_segment_t seg = {
-            .seg_addr.pval = hdr + 1,
-            .seg_len = ep->rx_len - sizeof(*hdr),
-        };
-        mca_btl_base_descriptor_t des;
-        const mca_btl_active_message_callback_t *reg =
-            mca_btl_base_active_message_trigger + hdr->tag;
-        if (MCA_BTL_SIWARP_MSG_AM != hdr->type) {
-            return -1;
-        }
-        memset(&des, 0, sizeof(des));
-        des.des_segments = &seg;
-        des.des_segment_count = 1;
-        if (reg->cbfunc) {
-            reg->cbfunc(&m->super, hdr->tag, &des, reg->cbdata);
-        }
-        break;
-    }
-    case MCA_BTL_SIWARP_TCP_PUT:
-        break;
-    case MCA_BTL_SIWARP_TCP_GET_REQ: {
-        uint64_t addr = be64toh(ep->rx_small[0]);
-        uint64_t len = be64toh(ep->rx_small[1]);
-        if (len > UINT32_MAX) {
-            return -1;
-        }
-        /* the source must lie inside a registration we handed out */
-        if (!access_ok(ep, "get", ntohl(ep->rx_hdr.stag), addr, len,
-                       MCA_BTL_SIWARP_REGTAB_READ)) {
-            return -2;
-        }
-        frag = mca_btl_siwarp_frag_alloc_rdma(m);
-        if (NULL == frag) {
-            return -1;
-        }
-        frag->type = MCA_BTL_SIWARP_FRAG_GET_RESP;
-        frag->remote_address = be64toh(ep->rx_hdr.arg);
-        frag->local_address = (void *) (uintptr_t) addr;
-        frag->rdma_size = len;
-        mca_btl_siwarp_tcp_submit(ep, frag);
-        break;
-    }
-    case MCA_BTL_SIWARP_TCP_GET_RESP:
-        frag = ep->rx_get;
-        opal_list_remove_item(&ep->gets_inflight, &frag->base.super.super);
-        ep->rx_get = NULL;
-        mca_btl_siwarp_frag_complete(m, frag, OPAL_SUCCESS);
-        break;
-    }
-    return 0;
-}
-
-static void tcp_lost(mca_btl_siwarp_endpoint_t *ep, const char *why)
-{
-    if (opal_list_is_empty(&ep->tx_queue) && opal_list_is_empty(&ep->gets_inflight) &&
-        opal_list_is_empty(&ep->pending)) {
-        /* orderly hang-up with nothing outstanding (e.g. the peer finalized) */
-        mca_btl_siwarp_tcp_close(ep);
-        ep->transport = MCA_BTL_SIWARP_TR_NONE;
-        mca_btl_siwarp_ep_set_state(ep, MCA_BTL_SIWARP_EP_CLOSED);
-        return;
-    }
-    mca_btl_siwarp_ep_fail(ep, why, 2);
-}
+/* ---- progress ------------------------------------------------------------------ */
 
 int mca_btl_siwarp_tcp_progress(mca_btl_siwarp_endpoint_t *ep)
 {
-    int rc, count = 0;
-
     if (ep->fd < 0 || MCA_BTL_SIWARP_EP_CONNECTED != ep->state) {
         return 0;
     }
@@ -644,50 +465,5 @@ int mca_btl_siwarp_tcp_progress(mca_btl_siwarp_endpoint_t *ep)
         mca_btl_siwarp_ep_fail(ep, strerror(errno), 2);
         return 0;
     }
-    while (MCA_BTL_SIWARP_EP_CONNECTED == ep->state && ep->fd >= 0) {
-        if (ep->rx_hdr_got < sizeof(ep->rx_hdr)) {
-            rc = rx_fill(ep);
-            if (rc < 0) {
-                tcp_lost(ep, errno ? strerror(errno) : "peer closed the connection");
-                return count;
-            }
-            if (0 == rc) {
-                return count;
-            }
-            rc = rx_setup(ep);
-            if (-2 == rc) {
-                /* reported with the peer's name; the PML must still learn */
-                mca_btl_siwarp_ep_fail(ep, "remote access outside our registrations",
-                                       MCA_BTL_SIWARP_FAIL_REPORTED);
-                return count;
-            }
-            if (rc < 0) {
-                BTL_ERROR(("siwarp: malformed TCP frame from %s (op %u, %u bytes)",
-                           OPAL_NAME_PRINT(ep->name), ep->rx_hdr.op, ntohl(ep->rx_hdr.len)));
-                mca_btl_siwarp_ep_fail(ep, "malformed frame on the TCP fallback connection", 2);
-                return count;
-            }
-        }
-        rc = rx_body(ep);
-        if (rc < 0) {
-            tcp_lost(ep, errno ? strerror(errno) : "peer closed the connection");
-            return count;
-        }
-        if (0 == rc) {
-            return count;
-        }
-        ep->rx_hdr_got = 0;
-        rc = rx_dispatch(ep);
-        if (-2 == rc) {
-            mca_btl_siwarp_ep_fail(ep, "remote access outside our registrations",
-                                   MCA_BTL_SIWARP_FAIL_REPORTED);
-            return count;
-        }
-        if (rc < 0) {
-            mca_btl_siwarp_ep_fail(ep, "malformed frame on the TCP fallback connection", 2);
-            return count;
-        }
-        count++;
-    }
-    return count;
+    return mca_btl_siwarp_tcp_rx_progress(ep);
 }

@@ -23,6 +23,7 @@ btl_siwarp_libbtlsiwarp_la_SOURCES = \
 	btl_siwarp/btl_siwarp_ep_qp.c \
 	btl_siwarp/btl_siwarp_datapath.c \
 	btl_siwarp/btl_siwarp_fallback.c \
+	btl_siwarp/btl_siwarp_fallback_rx.c \
 	btl_siwarp/btl_siwarp_frag.h \
 	btl_siwarp/btl_siwarp_frag.c \
 	btl_siwarp/btl_siwarp_rdma.c \

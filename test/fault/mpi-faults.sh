@@ -11,6 +11,9 @@
 #      REDIRECT sends connections to those ports to contrib/fault-proxy in
 #      transparent mode (SO_ORIGINAL_DST; its own upstream sockets carry a
 #      mark the rule exempts).  Needs nft (skipped without it);
+#   2b. the TCP fallback through the same proxy forwarding 7 octets at a
+#      time (frames cut at every offset): a flood and a ping-pong to 1 MiB
+#      complete with their data verified;
 #   3. the data link goes down while both ranks live: two namespaces joined
 #      by two veth pairs, the BTL on the first (btl_siwarp_if_include), ORTE's
 #      out-of-band channel on the second (oob_tcp_if_include); the data pair
@@ -55,9 +58,11 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
 MPIRUN="mpirun --mca pml ob1 --bind-to none"
 
-if ! mpicc -O2 -g -Wall -o "$OUT/mpi_soak" "$srcdir/test/fault/mpi_soak.c" > "$OUT/build.log" 2>&1; then
-    echo "1..1"; not_ok "build mpi_soak"; diag "$OUT/build.log"; exit 1
-fi
+for prog in fault/mpi_soak mpi/mpi_flood mpi/mpi_pingpong; do
+    if ! mpicc -O2 -g -Wall -o "$OUT/${prog#*/}" "$srcdir/test/$prog.c" > "$OUT/build.log" 2>&1; then
+        echo "1..1"; not_ok "build ${prog#*/}"; diag "$OUT/build.log"; exit 1
+    fi
+done
 
 name=swpf$$
 started=
@@ -166,6 +171,45 @@ else
         else
             not_ok "bit flip between ranks with CRC on (rc $rc, ${t} s): no 'CRC error' naming both peers"
             diag "$log" 40; diag "$log.proxy" 10
+        fi
+        "$PROXY" -C "$ctl" quit > /dev/null
+    fi
+fi
+
+# ---- 2b. the TCP fallback through a proxy that forwards 7 octets at a time ------
+# Frames then arrive cut anywhere: a header in pieces, a body split at every
+# offset, several frames and a part of the next in one read
+# (btl_siwarp_fallback_rx.c).  Same namespace and REDIRECT rule as 2.
+log=$OUT/dribble.log
+if [ "$(id -u)" != 0 ] || ! command -v nft >/dev/null 2>&1 ||
+   ! ip netns list 2>/dev/null | grep -q "^$name-p"; then
+    skip "TCP fallback through a proxy forwarding 7 octets at a time" \
+        "needs root, ip netns and nft (nftables)"
+else
+    P="ip netns exec $name-p"
+    ctl=$OUT/proxy7-$$.sock
+    rm -f "$log.proxy" "$ctl"
+    $P "$PROXY" -l 127.0.0.1:29999 -T -c "$ctl" -k 7 > "$log.proxy" 2>&1 &
+    started="$started $!"
+    if ! wait_line "$log.proxy" 'listening on port' 10; then
+        not_ok "7-octet proxy: fault-proxy did not start"; diag "$log.proxy"
+    else
+        : > "$log"
+        for prog in "mpi_flood 300" "mpi_pingpong 1048576"; do
+            # shellcheck disable=SC2086
+            $P timeout -k 5 180 $MPIRUN --mca btl siwarp,self -np 2 \
+                --mca btl_siwarp_port_min_v4 20000 --mca btl_siwarp_port_range_v4 64 \
+                --mca btl_siwarp_mpa 0 --mca btl_base_verbose 20 \
+                "$OUT"/$prog >> "$log" 2>&1 || echo "exit $? from $prog" >> "$log"
+        done
+        stats=$("$PROXY" -C "$ctl" stats)
+        echo "# proxy: $stats"
+        if ! grep -q "^exit " "$log" && grep -q "flood: ok" "$log" &&
+           grep -q "pingpong: ok" "$log" && grep -q "over framed TCP" "$log" &&
+           echo "$stats" | grep -q "accepted=[1-9]"; then
+            ok "TCP fallback through a proxy forwarding 7 octets at a time: flood and ping-pong to 1 MiB verified"
+        else
+            not_ok "TCP fallback through a proxy forwarding 7 octets at a time"; diag "$log" 30
         fi
         "$PROXY" -C "$ctl" quit > /dev/null
     fi
