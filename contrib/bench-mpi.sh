@@ -13,7 +13,10 @@
 #    and the raw TCP references (contrib/bench-raw.sh: busy-polled ping-pong
 #    and stream of contrib/siwarp-perf --tcp, single-stream iperf3) as one
 #    more contestant, "raw".  A transport that does not run here is left out
-#    with a note.
+#    with a note.  Also, only when named in --transports:
+#      fallback  --mca pml ob1 --mca btl siwarp,self --mca btl_siwarp_mpa 0
+#    (siwarp's plain framed TCP: the leanest framing a BTL puts on a socket,
+#    shown next to the others but no goal's reference).
 # 1b. Latency 1 B-1 KiB against raw TCP, paired: siwarp's ping-pong and the
 #    raw one alternate within seconds, --pair-reps pairs (default 5); the goal
 #    is judged on the median of the pairs' ratios.
@@ -163,6 +166,7 @@ targs() {
     case $1 in
     siwarp) echo "--mca pml ob1 --mca btl siwarp,self" ;;
     siwarp-nocrc) echo "--mca pml ob1 --mca btl siwarp,self --mca btl_siwarp_crc 0" ;;
+    fallback) echo "--mca pml ob1 --mca btl siwarp,self --mca btl_siwarp_mpa 0" ;;
     tcp)    echo "--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include $IF_CIDR" ;;
     ucx)    echo "--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any" \
                  "-x UCX_TLS=tcp,self -x UCX_NET_DEVICES=$UCX_DEV --mca btl ^siwarp" ;;
@@ -384,11 +388,12 @@ hsize() { awk -v s="$1" 'BEGIN { if (s >= 1048576) printf "%d MiB", s / 1048576;
 label_of() {
     case $1 in
     siwarp) echo "siwarp" ;; tcp) echo "btl tcp" ;; ucx) echo "pml ucx (tcp)" ;;
-    ofi) echo "mtl ofi (tcp)" ;; raw) echo "raw TCP" ;; *) echo "$1" ;;
+    ofi) echo "mtl ofi (tcp)" ;; raw) echo "raw TCP" ;;
+    fallback) echo "siwarp's TCP fallback" ;; *) echo "$1" ;;
     esac
 }
 others=""               # the MPI transports siwarp is compared with
-for t in $ok_t; do case $t in siwarp|raw) ;; *) others="$others $t" ;; esac; done
+for t in $ok_t; do case $t in siwarp|raw|fallback) ;; *) others="$others $t" ;; esac; done
 others=${others# }
 
 date=$(date +%Y%m%d)
