@@ -206,6 +206,16 @@ typedef struct mca_btl_siwarp_listen_t {
     int tcp_fd;                         /* plain-TCP fallback listener */
 } mca_btl_siwarp_listen_t;
 
+/* A connection accepted on a fallback listener, its HELLO not all in
+ * (btl_siwarp_fallback.c). */
+#define MCA_BTL_SIWARP_TCP_PENDING_MAX 64
+typedef struct mca_btl_siwarp_tcp_pending_t {
+    int fd;
+    size_t got;
+    uint64_t deadline_ms;
+    uint8_t buf[sizeof(mca_btl_siwarp_tcp_hdr_t) + sizeof(mca_btl_siwarp_conn_pd_t)];
+} mca_btl_siwarp_tcp_pending_t;
+
 typedef struct mca_btl_siwarp_module_t {
     mca_btl_base_module_t super;
 
@@ -217,6 +227,8 @@ typedef struct mca_btl_siwarp_module_t {
     int num_listen;
     unsigned polls;                  /* progress calls, to pace listener checks */
     uint64_t tcp_looked_ms;          /* last look at the fallback listeners, oversubscribed */
+    mca_btl_siwarp_tcp_pending_t tcp_pending[MCA_BTL_SIWARP_TCP_PENDING_MAX];
+    int tcp_npending;
     int connecting;                  /* an endpoint was connecting at the last progress call */
     mca_btl_siwarp_modex_addr_t modex[MCA_BTL_SIWARP_MAX_ADDRS];
 

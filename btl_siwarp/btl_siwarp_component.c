@@ -500,6 +500,9 @@ int mca_btl_siwarp_progress_module(mca_btl_siwarp_module_t *m)
     if (look) {
         count += mca_btl_siwarp_progress_listeners(m, look_tcp);
     }
+    if (m->tcp_npending) {
+        count += mca_btl_siwarp_tcp_accept_progress(m);
+    }
     m->connecting = 0;
     {
         opal_list_item_t *it = opal_list_get_first(&m->active);

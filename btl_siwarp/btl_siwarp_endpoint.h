@@ -179,6 +179,8 @@ void mca_btl_siwarp_ep_conn_param(mca_btl_siwarp_endpoint_t *ep, struct siwarp_c
 int  mca_btl_siwarp_tcp_connect(mca_btl_siwarp_endpoint_t *ep);
 int  mca_btl_siwarp_tcp_progress_connect(mca_btl_siwarp_endpoint_t *ep);
 void mca_btl_siwarp_tcp_accept(mca_btl_siwarp_module_t *m, int listen_fd);
+int  mca_btl_siwarp_tcp_accept_progress(mca_btl_siwarp_module_t *m);
+void mca_btl_siwarp_tcp_accept_fini(mca_btl_siwarp_module_t *m);
 int  mca_btl_siwarp_tcp_submit(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag);
 int  mca_btl_siwarp_tcp_progress(mca_btl_siwarp_endpoint_t *ep);
 void mca_btl_siwarp_tcp_close(mca_btl_siwarp_endpoint_t *ep);

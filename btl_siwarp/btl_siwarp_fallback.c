@@ -37,7 +37,7 @@
 
 #include "opal/util/output.h"
 
-#define HELLO_TIMEOUT_SEC 5
+#define HELLO_TIMEOUT_SEC 5    /* an accepted connection waits this long for its HELLO */
 #define HELLO_LEN (sizeof(mca_btl_siwarp_tcp_hdr_t) + sizeof(mca_btl_siwarp_conn_pd_t))
 
 /* Test hook, never set in production: SIWARP_BTL_TEST_HOSTILE makes this
@@ -264,63 +264,127 @@ int mca_btl_siwarp_tcp_progress_connect(mca_btl_siwarp_endpoint_t *ep)
 
 /* ---- accept (acceptor) ------------------------------------------------------- */
 
+/* An accepted connection whose HELLO is all in: answer it, and with OK
+ * hand the socket to the endpoint. */
+static void accept_hello(mca_btl_siwarp_module_t *m, int fd, const uint8_t *buf)
+{
+    uint8_t ack[HELLO_LEN];
+    mca_btl_siwarp_tcp_hdr_t h;
+    mca_btl_siwarp_conn_pd_t pd;
+    mca_btl_siwarp_endpoint_t *ep;
+    opal_process_name_t name;
+    int reason;
+
+    memcpy(&h, buf, sizeof(h));
+    if (MCA_BTL_SIWARP_TCP_HELLO != h.op || sizeof(pd) != ntohl(h.len) ||
+        OPAL_SUCCESS != mca_btl_siwarp_parse_conn_pd(buf + sizeof(h), sizeof(pd), &pd)) {
+        BTL_VERBOSE(("dropping a TCP connection without a valid hello"));
+        close(fd);
+        return;
+    }
+    name.jobid = pd.jobid;
+    name.vpid = pd.vpid;
+    ep = mca_btl_siwarp_ep_lookup(m, &name, 1);
+    if (NULL == ep) {
+        reason = MCA_BTL_SIWARP_CONN_UNKNOWN;
+    } else if (!mca_btl_siwarp_ep_accept_incoming(ep)) {
+        reason = MCA_BTL_SIWARP_CONN_DUP;
+    } else {
+        reason = MCA_BTL_SIWARP_CONN_OK;
+    }
+    /* 40 bytes into a socket that has sent nothing: they fit its buffer */
+    hello_frame(ack, MCA_BTL_SIWARP_TCP_HELLO_ACK, reason);
+    if (send(fd, ack, sizeof(ack), MSG_NOSIGNAL) != (ssize_t) sizeof(ack) ||
+        MCA_BTL_SIWARP_CONN_OK != reason) {
+        close(fd);
+        return;
+    }
+    if (MCA_BTL_SIWARP_EP_CLOSED == ep->state) {
+        mca_btl_siwarp_ep_set_state(ep, MCA_BTL_SIWARP_EP_CONNECTING);
+    }
+    if (!ep->warned_fallback) {
+        mca_btl_siwarp_ep_show_fallback(ep, "the peer connected over plain TCP");
+    }
+    ep->fd = fd;
+    ep->tcp_connected = 1;
+    mca_btl_siwarp_tcp_rx_reset(ep);
+    mca_btl_siwarp_ep_activate(ep);
+    mca_btl_siwarp_ep_connected(ep, MCA_BTL_SIWARP_TR_TCP, pd.rq_depth);
+}
+
+/* Take every waiting connection; their HELLOs are read by
+ * mca_btl_siwarp_tcp_accept_progress.  Nothing here waits for a peer:
+ * reading the HELLO blocking (up to 5 s) stalled this process while the
+ * peer waited for our own HELLO's answer, and three ranks connecting all
+ * to all over the fallback ran into each other's waits until their
+ * connect timeout. */
 void mca_btl_siwarp_tcp_accept(mca_btl_siwarp_module_t *m, int listen_fd)
 {
     for (;;) {
-        uint8_t buf[HELLO_LEN];
-        mca_btl_siwarp_tcp_hdr_t h;
-        mca_btl_siwarp_conn_pd_t pd;
-        mca_btl_siwarp_endpoint_t *ep;
-        opal_process_name_t name;
-        struct timeval tv = {.tv_sec = HELLO_TIMEOUT_SEC};
-        int reason, fd;
+        mca_btl_siwarp_tcp_pending_t *p;
+        int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
-        fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0) {
             return;     /* EAGAIN or a transient error */
         }
-        /* the hello is 40 bytes sent right after connect: read it blocking */
-        set_sock_opts(fd, 0);
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-        if (recv(fd, buf, sizeof(buf), MSG_WAITALL) != (ssize_t) sizeof(buf)) {
-            close(fd);
-            continue;
-        }
-        memcpy(&h, buf, sizeof(h));
-        if (MCA_BTL_SIWARP_TCP_HELLO != h.op || sizeof(pd) != ntohl(h.len) ||
-            OPAL_SUCCESS != mca_btl_siwarp_parse_conn_pd(buf + sizeof(h), sizeof(pd), &pd)) {
-            BTL_VERBOSE(("dropping a TCP connection without a valid hello"));
-            close(fd);
-            continue;
-        }
-        name.jobid = pd.jobid;
-        name.vpid = pd.vpid;
-        ep = mca_btl_siwarp_ep_lookup(m, &name, 1);
-        if (NULL == ep) {
-            reason = MCA_BTL_SIWARP_CONN_UNKNOWN;
-        } else if (!mca_btl_siwarp_ep_accept_incoming(ep)) {
-            reason = MCA_BTL_SIWARP_CONN_DUP;
-        } else {
-            reason = MCA_BTL_SIWARP_CONN_OK;
-        }
-        hello_frame(buf, MCA_BTL_SIWARP_TCP_HELLO_ACK, reason);
-        if (send(fd, buf, sizeof(buf), MSG_NOSIGNAL) != (ssize_t) sizeof(buf) ||
-            MCA_BTL_SIWARP_CONN_OK != reason) {
+        if (m->tcp_npending == MCA_BTL_SIWARP_TCP_PENDING_MAX) {
+            BTL_VERBOSE(("dropping a TCP connection: %d handshakes are pending already",
+                         MCA_BTL_SIWARP_TCP_PENDING_MAX));
             close(fd);
             continue;
         }
         set_sock_opts(fd, 1);
-        if (MCA_BTL_SIWARP_EP_CLOSED == ep->state) {
-            mca_btl_siwarp_ep_set_state(ep, MCA_BTL_SIWARP_EP_CONNECTING);
+        p = &m->tcp_pending[m->tcp_npending++];
+        p->fd = fd;
+        p->got = 0;
+        p->deadline_ms = mca_btl_siwarp_now_ms() + HELLO_TIMEOUT_SEC * 1000;
+    }
+}
+
+int mca_btl_siwarp_tcp_accept_progress(mca_btl_siwarp_module_t *m)
+{
+    uint64_t now = mca_btl_siwarp_now_ms();
+    int count = 0;
+
+    for (int i = 0; i < m->tcp_npending;) {
+        mca_btl_siwarp_tcp_pending_t *p = &m->tcp_pending[i];
+        uint8_t buf[HELLO_LEN];
+        ssize_t n = recv(p->fd, p->buf + p->got, sizeof(p->buf) - p->got, 0);
+        int fd = p->fd;
+
+        if (n > 0) {
+            p->got += (size_t) n;
         }
-        if (!ep->warned_fallback) {
-            mca_btl_siwarp_ep_show_fallback(ep, "the peer connected over plain TCP");
+        if (p->got == sizeof(p->buf)) {
+            memcpy(buf, p->buf, sizeof(buf));
+            *p = m->tcp_pending[--m->tcp_npending];
+            accept_hello(m, fd, buf);
+            count++;
+            continue;
         }
-        ep->fd = fd;
-        ep->tcp_connected = 1;
-        mca_btl_siwarp_tcp_rx_reset(ep);
-        mca_btl_siwarp_ep_activate(ep);
-        mca_btl_siwarp_ep_connected(ep, MCA_BTL_SIWARP_TR_TCP, pd.rq_depth);
+        const char *why = NULL;
+        if (0 == n) {
+            why = "the peer closed it";
+        } else if (n < 0 && EAGAIN != errno && EWOULDBLOCK != errno && EINTR != errno) {
+            why = strerror(errno);
+        } else if (now >= p->deadline_ms) {
+            why = "no hello in time";
+        }
+        if (why) {
+            BTL_VERBOSE(("dropping a TCP connection before its hello: %s", why));
+            close(fd);
+            *p = m->tcp_pending[--m->tcp_npending];
+            continue;
+        }
+        i++;
+    }
+    return count;
+}
+
+void mca_btl_siwarp_tcp_accept_fini(mca_btl_siwarp_module_t *m)
+{
+    while (m->tcp_npending > 0) {
+        close(m->tcp_pending[--m->tcp_npending].fd);
     }
 }
 

@@ -391,6 +391,7 @@ static int siwarp_finalize(mca_btl_base_module_t *btl)
         }
     }
     m->num_listen = 0;
+    mca_btl_siwarp_tcp_accept_fini(m);
     OBJ_DESTRUCT(&m->eager_frags);
     OBJ_DESTRUCT(&m->rdma_frags);
     if (m->rcache) {

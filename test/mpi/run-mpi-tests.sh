@@ -130,6 +130,14 @@ else
     not_ok "btl_siwarp_mpa=0 everywhere (exit $rc)"; diag "$log"
 fi
 
+# 4 ranks all on the fallback, every pair connecting at once, then a flood
+# that fills every socket.  The acceptor used to read a HELLO blocking: 3
+# and more ranks waited on each other's until their connect timeout.
+run "btl_siwarp_mpa=0 on 4 ranks: all-to-all connect and unexpected-message flood over framed TCP" \
+    4 --mca btl_siwarp_mpa 0 "$OUT/mpi_flood" 3000
+run "btl_siwarp_mpa=0 on 4 ranks: collectives over framed TCP" \
+    4 --mca btl_siwarp_mpa 0 "$OUT/mpi_coll"
+
 log="$OUT/fallback_mixed.log"
 timeout "$T" $MPIRUN --mca btl_base_verbose 20 -np 1 -x OMPI_MCA_btl_siwarp_mpa=0 \
     "$OUT/mpi_coll" : -np 3 "$OUT/mpi_coll" > "$log" 2>&1
@@ -167,6 +175,33 @@ if [ $rc -eq 0 ] && grep -q "pingpong: ok" "$log" &&
     ok "btl_siwarp_fallback=error: non-iWARP peer refused with a message, ob1 uses btl/tcp"
 else
     not_ok "btl_siwarp_fallback=error (exit $rc)"; diag "$log"
+fi
+# Clients that connect to the fallback listeners and never say a word must
+# not stall the ranks: a HELLO is read without waiting, a silent connection
+# is dropped after 5 s, and at most 64 wait at once.  Read blocking, each
+# one held its rank for up to 5 s: this job took 33 s instead of 1.  The
+# bound is a hang check, not a speed target.
+log="$OUT/fallback_silent.log"
+if command -v bash >/dev/null 2>&1; then
+    bash -c 'for t in $(seq 40); do
+                 for p in 47000 47001; do exec {fd}<>"/dev/tcp/127.0.0.1/$p"; done 2>/dev/null
+                 sleep 0.05
+             done; exec sleep 30' &
+    silent=$!
+    timeout 25 $MPIRUN -np 2 --mca btl_siwarp_mpa 0 --mca btl_siwarp_if_include lo \
+        --mca btl_siwarp_port_min_v4 47000 --mca btl_siwarp_port_range_v4 2 \
+        "$OUT/mpi_pingpong" 1048576 > "$log" 2>&1
+    rc=$?
+    kill "$silent" 2>/dev/null
+    wait "$silent" 2>/dev/null
+    if [ $rc -eq 0 ] && grep -q "pingpong: ok" "$log"; then
+        ok "silent clients on the fallback listeners: the ranks connect and run regardless"
+    else
+        not_ok "silent clients on the fallback listeners (exit $rc; 124: still running after 25 s)"
+        diag "$log"
+    fi
+else
+    skip "silent clients on the fallback listeners" "needs bash (/dev/tcp)"
 fi
 fi  # section fallback
 
