@@ -45,6 +45,8 @@ static void ep_construct(mca_btl_siwarp_endpoint_t *ep)
     ep->sq_free = ep->credit_inflight = ep->outstanding = 0;
     ep->fd = -1;
     ep->tcp_connected = 0;
+    ep->tx_epoch = ~0u;     /* no progress call yet: the first frame leaves at once */
+    ep->tx_held = 0;
     ep->rx_hdr_got = ep->rx_left = ep->rx_len = 0;
     ep->rx_dst = ep->rx_buf = ep->rx_stage = NULL;
     ep->rx_head = ep->rx_tail = 0;

@@ -93,6 +93,8 @@ struct mca_btl_base_endpoint_t {
     int fd;
     int tcp_connected;                  /* socket connected, HELLO sent */
     opal_list_t tx_queue;               /* frames partly / not yet written */
+    unsigned tx_epoch;                  /* module->polls at the last frame sent at once */
+    int tx_held;                        /* frames held for the next progress call */
     mca_btl_siwarp_tcp_hdr_t rx_hdr;    /* the frame being received */
     size_t rx_hdr_got;                  /* handshake: header bytes in */
     uint8_t *rx_dst;                    /* where the body goes */

@@ -402,28 +402,36 @@ static void tx_done(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag)
     }
 }
 
-/* Write queued frames; 0 ok (maybe partial), -1 connection lost. */
+/* Write queued frames, as many as fit one writev (TX_IOV iovecs); 0 ok
+ * (maybe partial), -1 connection lost. */
+#define TX_IOV 64
+
 static int tx_flush(mca_btl_siwarp_endpoint_t *ep)
 {
     mca_btl_siwarp_frag_t *frag;
 
     while (!opal_list_is_empty(&ep->tx_queue)) {
-        struct iovec iov[3];
-        size_t skip;
+        struct iovec iov[TX_IOV];
+        size_t want = 0, left;
         int cnt = 0;
         ssize_t n;
 
-        frag = (mca_btl_siwarp_frag_t *) opal_list_get_first(&ep->tx_queue);
-        skip = frag->tx_done;
-        for (int i = 0; i < frag->iov_cnt; i++) {
-            if (skip >= frag->iov[i].iov_len) {
-                skip -= frag->iov[i].iov_len;
-                continue;
+        OPAL_LIST_FOREACH(frag, &ep->tx_queue, mca_btl_siwarp_frag_t) {
+            size_t skip = frag->tx_done;
+            if (cnt + frag->iov_cnt > TX_IOV) {
+                break;
             }
-            iov[cnt].iov_base = (uint8_t *) frag->iov[i].iov_base + skip;
-            iov[cnt].iov_len = frag->iov[i].iov_len - skip;
-            skip = 0;
-            cnt++;
+            for (int i = 0; i < frag->iov_cnt; i++) {
+                if (skip >= frag->iov[i].iov_len) {
+                    skip -= frag->iov[i].iov_len;
+                    continue;
+                }
+                iov[cnt].iov_base = (uint8_t *) frag->iov[i].iov_base + skip;
+                iov[cnt].iov_len = frag->iov[i].iov_len - skip;
+                want += iov[cnt].iov_len;
+                skip = 0;
+                cnt++;
+            }
         }
         n = cnt ? writev(ep->fd, iov, cnt) : 0;
         if (n < 0) {
@@ -432,12 +440,33 @@ static int tx_flush(mca_btl_siwarp_endpoint_t *ep)
             }
             return -1;
         }
-        frag->tx_done += (size_t) n;
-        if (frag->tx_done < frag->tx_total) {
-            return 0;
+        /* count the bytes into the frames first: a completion below may
+         * queue and flush more, and that flush must start where this
+         * writev ended */
+        left = (size_t) n;
+        OPAL_LIST_FOREACH(frag, &ep->tx_queue, mca_btl_siwarp_frag_t) {
+            size_t take = frag->tx_total - frag->tx_done;
+            if (0 == left) {
+                break;
+            }
+            if (take > left) {
+                take = left;
+            }
+            frag->tx_done += take;
+            left -= take;
         }
-        opal_list_remove_first(&ep->tx_queue);
-        tx_done(ep, frag);
+        /* then hand the finished frames back in order */
+        while (!opal_list_is_empty(&ep->tx_queue)) {
+            frag = (mca_btl_siwarp_frag_t *) opal_list_get_first(&ep->tx_queue);
+            if (frag->tx_done < frag->tx_total) {
+                break;
+            }
+            opal_list_remove_first(&ep->tx_queue);
+            tx_done(ep, frag);
+        }
+        if ((size_t) n < want) {
+            return 0;               /* the socket is full */
+        }
     }
     return 0;
 }
@@ -511,6 +540,18 @@ int mca_btl_siwarp_tcp_submit(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag
     frag->endpoint = ep;
     ep->had_traffic = 1;
     opal_list_append(&ep->tx_queue, &frag->base.super.super);
+    /* As the iWARP path does (libsiwarp's swp_tx_post): the first frame
+     * since the last progress call leaves at once (a ping-pong's), the
+     * next btl_siwarp_tx_coalesce wait for that call, which writes them
+     * with one writev, and the one after that writes them all. */
+    if (ep->tx_epoch != ep->module->polls) {
+        ep->tx_epoch = ep->module->polls;
+        ep->tx_held = 0;
+    } else if (++ep->tx_held <= mca_btl_siwarp_component.tx_coalesce) {
+        return OPAL_SUCCESS;
+    } else {
+        ep->tx_held = 0;
+    }
     if (tx_flush(ep) < 0) {
         /* the frag is on tx_queue: the failure path completes it */
         mca_btl_siwarp_ep_fail(ep, strerror(errno), 2);
