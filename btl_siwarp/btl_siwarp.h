@@ -209,11 +209,14 @@ typedef struct mca_btl_siwarp_listen_t {
 /* A connection accepted on a fallback listener, its HELLO not all in
  * (btl_siwarp_fallback.c). */
 #define MCA_BTL_SIWARP_TCP_PENDING_MAX 64
+/* HELLO and HELLO_ACK: a frame header and a conn_pd body */
+#define MCA_BTL_SIWARP_TCP_HELLO_LEN \
+    (sizeof(mca_btl_siwarp_tcp_hdr_t) + sizeof(mca_btl_siwarp_conn_pd_t))
 typedef struct mca_btl_siwarp_tcp_pending_t {
     int fd;
     size_t got;
     uint64_t deadline_ms;
-    uint8_t buf[sizeof(mca_btl_siwarp_tcp_hdr_t) + sizeof(mca_btl_siwarp_conn_pd_t)];
+    uint8_t buf[MCA_BTL_SIWARP_TCP_HELLO_LEN];
 } mca_btl_siwarp_tcp_pending_t;
 
 typedef struct mca_btl_siwarp_module_t {

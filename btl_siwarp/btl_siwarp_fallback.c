@@ -6,14 +6,14 @@
  * Frames: mca_btl_siwarp_tcp_hdr_t then `len` body bytes (received in
  * btl_siwarp_fallback_rx.c).  Active messages travel as DATA frames; put is
  * a PUT frame written straight into the target address; get is a GET_REQ
- * answered by a GET_RESP.  PUT and GET_REQ carry
- * the target's registration handle: before touching memory the target checks
- * it against the registrations it handed out (module->regtab: handle valid ->
- * rights -> bounds, with overflow), exactly what an RNIC checks for RDMA
- * Write and Read.  A peer that names anything else is refused with a
- * message and the endpoint fails; nothing is written or read.  TCP is a byte stream in
- * order, so a put completes when its last byte is handed to the kernel, and a
- * later FIN cannot overtake it - the same guarantee RDMAP gives.
+ * answered by a GET_RESP.  PUT and GET_REQ carry the target's registration
+ * handle: before touching memory the target checks it against the
+ * registrations it handed out (module->regtab: handle valid -> rights ->
+ * bounds, with overflow), exactly what an RNIC checks for RDMA Write and
+ * Read.  A peer that names anything else is refused with a message and the
+ * endpoint fails; nothing is written or read.  TCP is a byte stream in
+ * order, so a put completes when its last byte is handed to the kernel, and
+ * a later FIN cannot overtake it - the same guarantee RDMAP gives.
  *
  * Handshake: the initiator sends HELLO (conn_pd); the acceptor answers
  * HELLO_ACK with reason OK, DUP (simultaneous connect lost by the initiator)
@@ -38,7 +38,7 @@
 #include "opal/util/output.h"
 
 #define HELLO_TIMEOUT_SEC 5    /* an accepted connection waits this long for its HELLO */
-#define HELLO_LEN (sizeof(mca_btl_siwarp_tcp_hdr_t) + sizeof(mca_btl_siwarp_conn_pd_t))
+#define HELLO_LEN MCA_BTL_SIWARP_TCP_HELLO_LEN
 
 /* Test hook, never set in production: SIWARP_BTL_TEST_HOSTILE makes this
  * process a hostile fallback peer - "below" shifts every PUT / GET_REQ
