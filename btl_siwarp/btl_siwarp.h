@@ -194,6 +194,7 @@ typedef struct mca_btl_siwarp_component_t {
     int   progress_thread;
     int   fallback;          /* enum mca_btl_siwarp_fallback */
     int   disable_loopback;
+    int   rx_inline;         /* longest Send to ob1 from libsiwarp's staging */
 
     struct mca_btl_siwarp_module_t *module;
 } mca_btl_siwarp_component_t;
@@ -247,6 +248,7 @@ typedef struct mca_btl_siwarp_module_t {
     opal_recursive_mutex_t lock;
 
     size_t frag_size;               /* header + max_send_size */
+    uint8_t *rx_align;              /* frag_size: an inline message made 8-aligned */
 
     /* shared receive queue (btl_siwarp_srq.c); NULL: receives per QP */
     struct siwarp_srq *srq;

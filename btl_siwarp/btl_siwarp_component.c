@@ -407,6 +407,14 @@ static mca_btl_base_module_t **siwarp_component_init(int *num_btls, bool progres
         rc = siwarp_ctx_set_single_thread(m->ctx, true);
         BTL_VERBOSE(("libsiwarp context: %s", 0 == rc ? "one thread at a time, no locks"
                                                       : "thread-safe (could not set single-thread)"));
+        /* then small Sends can come to ob1 straight from where libsiwarp
+         * read them (a hardware context says -EOPNOTSUPP: its receives
+         * land in our buffers anyway) */
+        if (0 == rc && c->rx_inline && NULL != (m->rx_align = malloc(m->frag_size))) {
+            rc = siwarp_cq_set_recv_handler(m->cq, mca_btl_siwarp_recv_handler, m,
+                                            (uint32_t) c->rx_inline);
+            BTL_VERBOSE(("inline receives: %s", 0 == rc ? "on" : strerror(-rc)));
+        }
     } else {
         BTL_VERBOSE(("libsiwarp context: thread-safe (%s)",
                      mpi_threads ? "MPI_THREAD_MULTIPLE" : "btl_siwarp_progress_thread"));

@@ -252,13 +252,12 @@ int mca_btl_siwarp_ep_try_send_now(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp
 
 /* ---- completions ------------------------------------------------------------- */
 
+/* A received BTL message: credits, then ob1's callback.  -1 if it is
+ * malformed (the endpoint has failed then). */
 SWP_HOT
-static void handle_recv(mca_btl_siwarp_module_t *m, mca_btl_siwarp_endpoint_t *ep,
-                        mca_btl_siwarp_frag_t *frag, uint32_t byte_len)
+static int deliver(mca_btl_siwarp_module_t *m, mca_btl_siwarp_endpoint_t *ep,
+                   mca_btl_siwarp_hdr_t *hdr, uint32_t byte_len)
 {
-    mca_btl_siwarp_hdr_t *hdr = frag->hdr;
-    int rc;
-
     if (MCA_BTL_SIWARP_EP_CONNECTING == ep->state) {
         /* a Send can complete before we noticed our accepted QP reach RTS */
         mca_btl_siwarp_ep_progress_connect(ep);
@@ -266,12 +265,10 @@ static void handle_recv(mca_btl_siwarp_module_t *m, mca_btl_siwarp_endpoint_t *e
     if (byte_len < sizeof(*hdr) ||
         (MCA_BTL_SIWARP_MSG_AM != hdr->type && MCA_BTL_SIWARP_MSG_CREDIT != hdr->type)) {
         BTL_ERROR(("siwarp: malformed message from %s (%u bytes, type %u)",
-                   OPAL_NAME_PRINT(ep->name), byte_len, hdr->type));
+                   OPAL_NAME_PRINT(ep->name), byte_len,
+                   byte_len < sizeof(*hdr) ? 0 : hdr->type));
         mca_btl_siwarp_ep_fail(ep, "malformed BTL message", 2);
-        if (frag->on_srq) {
-            (void) mca_btl_siwarp_srq_repost(m, frag);
-        }
-        return;
+        return -1;
     }
     ep->send_credits += ntohs(hdr->credits);
     ep->send_ctrl += ntohs(hdr->ctrl_credits);
@@ -292,6 +289,35 @@ static void handle_recv(mca_btl_siwarp_module_t *m, mca_btl_siwarp_endpoint_t *e
             reg->cbfunc(&m->super, hdr->tag, &des, reg->cbdata);
         }
     }
+    return 0;
+}
+
+/* The buffer's credit is owed back to the peer: it was re-posted, or
+ * (inline) never taken. */
+SWP_HOT
+static void owe_credit(mca_btl_siwarp_endpoint_t *ep, const mca_btl_siwarp_hdr_t *hdr)
+{
+    if (MCA_BTL_SIWARP_MSG_AM == hdr->type) {
+        ep->owed_credits++;
+    } else {
+        ep->owed_ctrl++;
+    }
+    mca_btl_siwarp_ep_progress_pending(ep);
+}
+
+SWP_HOT
+static void handle_recv(mca_btl_siwarp_module_t *m, mca_btl_siwarp_endpoint_t *ep,
+                        mca_btl_siwarp_frag_t *frag, uint32_t byte_len)
+{
+    mca_btl_siwarp_hdr_t *hdr = frag->hdr;
+    int rc;
+
+    if (deliver(m, ep, hdr, byte_len) < 0) {
+        if (frag->on_srq) {
+            (void) mca_btl_siwarp_srq_repost(m, frag);
+        }
+        return;
+    }
     if (frag->on_srq) {
         /* back to the pool at once, whatever became of the peer */
         rc = mca_btl_siwarp_srq_repost(m, frag);
@@ -311,12 +337,45 @@ static void handle_recv(mca_btl_siwarp_module_t *m, mca_btl_siwarp_endpoint_t *e
         mca_btl_siwarp_ep_fail(ep, "re-posting a receive failed", 2);
         return;
     }
-    if (MCA_BTL_SIWARP_MSG_AM == hdr->type) {
-        ep->owed_credits++;
-    } else {
-        ep->owed_ctrl++;
+    owe_credit(ep, hdr);
+}
+
+/* libsiwarp's receive handler (siwarp_cq_set_recv_handler, set when
+ * btl_siwarp_rx_inline is not 0): every Send received, in order.  One that
+ * lies whole in the library's staging buffer comes as data and took no
+ * receive buffer; ob1 reads its headers in place, so a message that does
+ * not start 8-aligned (one FPDU after another of odd length in a read) is
+ * copied to an aligned buffer first. */
+SWP_HOT
+void mca_btl_siwarp_recv_handler(void *arg, const struct siwarp_wc *wc, const void *data)
+{
+    mca_btl_siwarp_module_t *m = (mca_btl_siwarp_module_t *) arg;
+    mca_btl_siwarp_endpoint_t *ep;
+    mca_btl_siwarp_hdr_t *hdr;
+
+    if (NULL == data) {
+        struct siwarp_wc copy = *wc;
+        (void) mca_btl_siwarp_ep_handle_wc(m, &copy);
+        return;
     }
-    mca_btl_siwarp_ep_progress_pending(ep);
+    ep = (mca_btl_siwarp_endpoint_t *) siwarp_qp_get_context(wc->qp);
+    if (NULL == ep || ep->qp != wc->qp) {
+        return;             /* an abandoned QP's */
+    }
+    hdr = (mca_btl_siwarp_hdr_t *) data;
+    if ((uintptr_t) data & 7) {
+        /* the library checked the length against a posted buffer, so it
+         * fits one of ours */
+        memcpy(m->rx_align, data, wc->byte_len);
+        hdr = (mca_btl_siwarp_hdr_t *) m->rx_align;
+    }
+    if (deliver(m, ep, hdr, wc->byte_len) < 0) {
+        return;
+    }
+    if (MCA_BTL_SIWARP_EP_FAILED == ep->state || NULL == ep->qp) {
+        return;
+    }
+    owe_credit(ep, hdr);
 }
 
 /* An unsuccessful completion, flushes included: a flush means the QP left

@@ -140,6 +140,7 @@ void mca_btl_siwarp_ep_fail(mca_btl_siwarp_endpoint_t *ep, const char *why, int 
 void mca_btl_siwarp_ep_activate(mca_btl_siwarp_endpoint_t *ep);
 /* Completion of one CQ entry. */
 int  mca_btl_siwarp_ep_handle_wc(mca_btl_siwarp_module_t *m, struct siwarp_wc *wc);
+void mca_btl_siwarp_recv_handler(void *arg, const struct siwarp_wc *wc, const void *data);
 /* Post one eager receive buffer on the endpoint's own QP (no SRQ). */
 int  mca_btl_siwarp_ep_post_recv_frag(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag);
 /* Set the AM credits granted to the peer, and the threshold at which owed

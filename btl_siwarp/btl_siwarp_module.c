@@ -405,6 +405,8 @@ static int siwarp_finalize(mca_btl_base_module_t *btl)
     if (m->cq) {
         siwarp_destroy_cq(m->cq);
     }
+    free(m->rx_align);
+    m->rx_align = NULL;
     if (m->pd) {
         siwarp_dealloc_pd(m->pd);
     }

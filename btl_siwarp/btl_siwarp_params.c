@@ -209,6 +209,11 @@ int mca_btl_siwarp_params_register(void)
             "connection after losing a simultaneous connect; a peer that misses it is "
             "reported and failed (100-600000)",
             &c->connect_timeout, OPAL_INFO_LVL_5);
+    c->rx_inline = 2048;
+    reg_int("rx_inline", "Longest received message (octets) handed to the PML where libsiwarp "
+            "read it, without a receive buffer or completion queue round trip; 0: never.  "
+            "Only when one thread at a time calls MPI and no progress thread runs (0-65536)",
+            &c->rx_inline, OPAL_INFO_LVL_5);
     c->progress_thread = 0;
     reg_bool("progress_thread", "Run a thread that progresses libsiwarp (serves incoming "
              "RDMA Reads and Write placement while the application computes)",
@@ -356,6 +361,9 @@ int mca_btl_siwarp_params_verify(void)
     if ((c->crc | c->markers | c->progress_thread) & ~1) {
         return bad("btl_siwarp_crc/markers/progress_thread",
                    c->crc | c->markers | c->progress_thread, "0 or 1");
+    }
+    if (c->rx_inline < 0 || c->rx_inline > 65536) {
+        return bad("btl_siwarp_rx_inline", c->rx_inline, "0-65536");
     }
     if (c->p2p < -1 || c->p2p > 1) {
         return bad("btl_siwarp_p2p", c->p2p, "-1 (auto), 0 or 1");

@@ -42,6 +42,8 @@ int siwarp_destroy_cq(struct siwarp_cq *cq)
     if (cq->ctx->hw) return swp_hw_destroy_cq(cq);
     if (cq->refs)
         return -EBUSY;
+    if (cq->recv_fn)
+        cq->ctx->recv_handlers--;
     free(cq->ring);
     free(cq);
     return 0;
@@ -128,6 +130,32 @@ int siwarp_poll_cq(struct siwarp_cq *cq, int n, struct siwarp_wc *wc)
     }
     swp_unlock(cq->ctx);
     return got;
+}
+
+int siwarp_cq_set_recv_handler(struct siwarp_cq *cq, siwarp_recv_handler_fn fn, void *arg,
+                               uint32_t max_len)
+{
+    struct siwarp_ctx *ctx;
+    int rc = 0;
+
+    if (!cq)
+        return -EINVAL;
+    if (cq->ctx->hw)
+        return -EOPNOTSUPP;
+    ctx = cq->ctx;
+    swp_lock(ctx);
+    if (fn && !ctx->single_thread) {
+        rc = -EINVAL;           /* a handler re-enters the library unlocked */
+    } else if (ctx->in_recv_handler) {
+        rc = -EBUSY;
+    } else {
+        ctx->recv_handlers += (fn != NULL) - (cq->recv_fn != NULL);
+        cq->recv_fn = fn;
+        cq->recv_arg = fn ? arg : NULL;
+        cq->recv_max = fn ? max_len : 0;
+    }
+    swp_unlock(ctx);
+    return rc;
 }
 
 int siwarp_cq_fd(const struct siwarp_cq *cq)

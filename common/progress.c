@@ -359,6 +359,10 @@ static int swp_progress_pass(struct siwarp_ctx *ctx, int timeout_ms, bool direct
     int n, handled = 0;
     bool moved = false;
 
+    /* inside a receive handler the staging buffer holds the message it is
+     * reading: no socket is read until it returns */
+    if (ctx->in_recv_handler)
+        return 0;
     ctx->epoch++;
     if (!swp_list_empty(&ctx->tx_held))
         swp_tx_flush_held(ctx);
@@ -415,6 +419,9 @@ int swp_progress_until(struct siwarp_ctx *ctx, int timeout_ms, bool (*done)(void
 {
     uint64_t deadline = swp_now_ns() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000ull;
 
+    /* what it waits for could only come after the handler returns */
+    if (ctx->in_recv_handler && !done(arg))
+        return -EDEADLK;
     while (!done(arg)) {
         int left = -1, rc;
 

@@ -220,6 +220,8 @@ int siwarp_destroy_qp(struct siwarp_qp *qp)
         return -EINVAL;
     if (qp->ctx->hw) return swp_hw_destroy_qp(qp);
     ctx = qp->ctx;
+    if (ctx->in_recv_handler)
+        return -EBUSY;          /* the handler's caller is reading a QP */
     swp_lock(ctx);
     swp_cm_fini(qp);
     swp_qp_close_fd(qp);

@@ -36,12 +36,12 @@ int swp_rx_init(struct siwarp_qp *qp)
     struct swp_rx *rx = &qp->rx;
 
     if (!qp->ctx->rx_stage) {
-        qp->ctx->rx_stage = malloc(SWP_RX_STAGE);
+        qp->ctx->rx_stage = malloc(SWP_RX_STAGE_SKEW + SWP_RX_STAGE);
         if (!qp->ctx->rx_stage)
             return -ENOMEM;
     }
     memset(rx, 0, sizeof(*rx));
-    rx->buf = qp->ctx->rx_stage;
+    rx->buf = qp->ctx->rx_stage + SWP_RX_STAGE_SKEW;
     rx->buf_size = SWP_RX_STAGE;
     rx->state = SWP_RX_HDR;
     rx->hdr_want = SWP_RX_HDR_MIN;
@@ -245,6 +245,18 @@ static uint32_t rx_hdr_send(struct siwarp_qp *qp)
         return SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_UNTAGGED, SWP_DDP_EC_U_INV_MO);
     if ((uint64_t)mo + rx->seg_len > w->len)
         return SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_UNTAGGED, SWP_DDP_EC_U_TOO_LONG);
+    /* A whole message (MO 0, L set) whose payload and trailer sit in this
+     * read goes to the recv CQ's handler where it lies, as if placed in the
+     * buffer just checked and the buffer given back at once: the buffer
+     * stays posted.  The CRC is checked before the handler sees a byte
+     * (swp_rx_fpdu_done), as a CQ entry would wait for it.  Never with
+     * markers: they may sit inside the payload. */
+    if (qp->rcq->recv_fn && mo == 0 && rx->last && rx->seg_len <= qp->rcq->recv_max &&
+        !qp->nego.markers_rx &&
+        rx->inl_avail >= rx->seg_len + swp_mpa_pad(rx->ulpdu_len) + SWP_MPA_CRC_LEN) {
+        rx->cur_inline = true;
+        return 0;
+    }
     if (rx_place_sgl(qp, w->sge, w->num_sge, mo, rx->seg_len, w->mr_gen == qp->ctx->mr_gen) < 0) {
         /* the application deregistered a buffer it had posted: a local
          * protection error, reported to the peer as a catastrophic one */
@@ -337,16 +349,33 @@ static void rx_done_read_resp(struct siwarp_qp *qp)
     swp_sq_retire(qp);
 }
 
+/* A received message to its consumer: the recv CQ's handler (in order
+ * with every other message, whether it lies in staging or in a WQE), or
+ * the CQ itself. */
+SWP_HOT
+static void rx_deliver(struct siwarp_qp *qp, const struct siwarp_wc *wc, const uint8_t *data)
+{
+    struct siwarp_cq *cq = qp->rcq;
+
+    if (!cq->recv_fn || wc->status != SIWARP_WC_SUCCESS) {
+        swp_cq_push(cq, wc);
+        return;
+    }
+    qp->ctx->in_recv_handler++;
+    cq->recv_fn(cq->recv_arg, wc, data);
+    qp->ctx->in_recv_handler--;
+}
+
 SWP_HOT
 static void rx_done_send(struct siwarp_qp *qp)
 {
     struct swp_rx *rx = &qp->rx;
     const struct swp_ddp_untagged_hdr *u = rx_uhdr(rx);
     struct siwarp_wc wc;
-    struct swp_rwqe *w;
     unsigned op = rx->op;
+    bool inl = rx->cur_inline;
 
-    if (!rx->cur_is_recv) {          /* the zero-length Send RTR */
+    if (!rx->cur_is_recv && !inl) {  /* the zero-length Send RTR */
         qp->rx.msn[SWP_QN_SEND]++;
         qp->rtr_wait_rx = false;
         swp_tx_rtr_settle(qp);
@@ -355,19 +384,23 @@ static void rx_done_send(struct siwarp_qp *qp)
     rx->recv_got += rx->seg_len;
     if (!rx->last)
         return;
-    w = swp_recv_wqe_peek(qp);
     memset(&wc, 0, sizeof(wc));
-    wc.wr_id = w->wr_id;
     wc.opcode = SIWARP_WC_RECV;
     wc.status = SIWARP_WC_SUCCESS;
     wc.byte_len = rx->recv_got;
     wc.qp = qp;
     if (op == SWP_OP_SEND_SE || op == SWP_OP_SEND_SE_INV)
         wc.wc_flags |= SIWARP_WC_SOLICITED;
-    swp_recv_wqe_done(qp);
+    if (inl) {
+        wc.wc_flags |= SIWARP_WC_INLINE;
+    } else {
+        wc.wr_id = swp_recv_wqe_peek(qp)->wr_id;
+        swp_recv_wqe_done(qp);
+    }
     qp->rx.msn[SWP_QN_SEND]++;
     rx->recv_got = 0;
     rx->cur_is_recv = false;
+    rx->cur_inline = false;
     if (op == SWP_OP_SEND_INV || op == SWP_OP_SEND_SE_INV) {
         /* RFC 5040 6.2: invalidate when the message is delivered */
         uint32_t stag = swp_get32(u->inv_stag);
@@ -383,7 +416,7 @@ static void rx_done_send(struct siwarp_qp *qp)
         wc.wc_flags |= SIWARP_WC_WITH_INV;
         wc.invalidated_stag = stag;
     }
-    swp_cq_push(qp->rcq, &wc);
+    rx_deliver(qp, &wc, inl ? rx->inl : NULL);
 }
 
 static void rx_done_read_req(struct siwarp_qp *qp)
@@ -499,7 +532,7 @@ static int rx_hdr_step(struct siwarp_qp *qp)
         return rx_fatal(qp, term, swp_opinfo[rx->op].name);
     rx->payload_left = rx->seg_len;
     rx->bulk = rx->seg_len >= (qp->nego.crc ? SWP_RX_BULK_MIN_CRC : SWP_RX_BULK_MIN) &&
-               !qp->nego.markers_rx;
+               !qp->nego.markers_rx && !rx->cur_inline;
     rx->trailer_want = swp_mpa_pad(rx->ulpdu_len) + SWP_MPA_CRC_LEN;
     rx->trailer_got = 0;
     rx->state = rx->payload_left ? SWP_RX_PAYLOAD : SWP_RX_TRAILER;
@@ -605,8 +638,11 @@ static int rx_consume(struct siwarp_qp *qp)
             if (qp->nego.crc)
                 rx->crc = swp_crc32c(rx->crc, p, take);
             rx->hdr_got += take;
-            if (rx->hdr_got == rx->hdr_want)
+            if (rx->hdr_got == rx->hdr_want) {
+                rx->inl = p + take;
+                rx->inl_avail = avail - take;
                 rc = rx_hdr_step(qp);
+            }
             break;
         case SWP_RX_PAYLOAD:
             take = rx->payload_left < avail ? rx->payload_left : avail;

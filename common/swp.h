@@ -162,6 +162,9 @@ struct siwarp_cq {
     uint32_t size, head, count;
     uint32_t refs;
     uint64_t overflows;
+    siwarp_recv_handler_fn recv_fn;      /* siwarp_cq_set_recv_handler */
+    void *recv_arg;
+    uint32_t recv_max;                   /* longest message handed over in place */
 };
 int swp_cq_push(struct siwarp_cq *cq, const struct siwarp_wc *wc);
 void swp_cq_purge_qp(struct siwarp_cq *cq, const struct siwarp_qp *qp);
@@ -281,6 +284,10 @@ enum swp_rx_state {
  * swp_rx_progress parses everything it staged before it returns (or dies
  * with its QP), so no QP keeps bytes there between calls. */
 #define SWP_RX_STAGE 65536
+/* Reads land this far into the staging allocation: an FPDU at the start of
+ * a read then has its Send payload (20 octets of MPA and DDP/RDMAP header
+ * in) 8-aligned, so a receive handler can read it in place. */
+#define SWP_RX_STAGE_SKEW 4
 #define SWP_RX_LOOKAHEAD 64      /* staged behind a large segment: the next
                                     header (any header fits) and a few bytes */
 /* A speculative read (qp_rx_direct.c) asks for at most this many FPDUs
@@ -327,6 +334,12 @@ struct swp_rx {
     uint32_t msn[SWP_QN_COUNT];      /* next expected MSN per QN */
     uint32_t recv_got;               /* bytes placed into the current receive WQE */
     bool cur_is_recv;
+    /* the payload of the segment whose header was just read, and how many
+     * octets follow it in the current read: a Send that lies whole in it
+     * goes to the recv CQ's handler in place (cur_inline) */
+    const uint8_t *inl;
+    uint32_t inl_avail;
+    bool cur_inline;
 };
 
 /* ---- shared receive queue (srq.c) ------------------------------------------- */
@@ -599,7 +612,9 @@ struct siwarp_ctx {
     bool fd_exported;                    /* siwarp_ctx_fd/cq_fd asked: never park */
     uint32_t parked;                     /* QP sockets parked out of epfd */
     uint32_t sleepers;                   /* threads in epoll_wait, unlocked */
-    uint8_t *rx_stage;                   /* SWP_RX_STAGE bytes: struct swp_rx */
+    uint32_t in_recv_handler;            /* a CQ's receive handler is running */
+    uint32_t recv_handlers;              /* CQs with one set */
+    uint8_t *rx_stage;                   /* SWP_RX_STAGE bytes (+ SWP_RX_STAGE_SKEW): struct swp_rx */
     uint8_t *rx_spill;                   /* SWP_RX_SPILL bytes, or NULL */
     /* siwarp_ctx_set_idle_wait: spin this long without moving a byte while
      * a transfer is in flight, then sleep up to wait_ns (0: never) */

@@ -77,6 +77,8 @@ int siwarp_ctx_set_single_thread(struct siwarp_ctx *ctx, bool on)
     pthread_mutex_lock(&ctx->lock);
     if (ctx->sleepers)
         rc = -EBUSY;            /* it would wake up to a context nobody locks */
+    else if (!on && ctx->recv_handlers)
+        rc = -EBUSY;            /* siwarp_cq_set_recv_handler needs it on */
     else
         ctx->single_thread = on;
     pthread_mutex_unlock(&ctx->lock);

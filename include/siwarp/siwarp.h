@@ -62,7 +62,8 @@ int  siwarp_ctx_fd(struct siwarp_ctx *ctx);
  * SERIALIZED, and the library stops taking its lock.  Calls may still
  * come from different threads in turn.  off (the default) makes every
  * call thread-safe again.  Set it while no other thread uses the context:
- * -EBUSY if one sleeps in siwarp_wait / siwarp_cq_wait; 0, or -EINVAL. */
+ * -EBUSY if one sleeps in siwarp_wait / siwarp_cq_wait, or (off) while a
+ * CQ has a receive handler; 0, or -EINVAL. */
 int  siwarp_ctx_set_single_thread(struct siwarp_ctx *ctx, bool on);
 /* Spin, then sleep, while a transfer waits on the kernel.  Once spin_us of
  * non-blocking progress calls in a row moved nothing while some transfer is
@@ -162,6 +163,7 @@ enum siwarp_wc_opcode {
 enum siwarp_wc_flags {
     SIWARP_WC_WITH_INV   = 1 << 0,  /* RECV of a Send with Invalidate */
     SIWARP_WC_SOLICITED  = 1 << 1,  /* RECV of a Send with Solicited Event */
+    SIWARP_WC_INLINE     = 1 << 2,  /* RECV handed over in place: no WQE used */
 };
 
 struct siwarp_wc {
@@ -185,6 +187,26 @@ int  siwarp_cq_fd(const struct siwarp_cq *cq);
 /* Block up to timeout_ms until the CQ has a completion; 0 when it has, -ETIMEDOUT. */
 int  siwarp_cq_wait(struct siwarp_cq *cq, int timeout_ms);
 const char *siwarp_wc_status_str(enum siwarp_wc_status s);
+
+/* Receive handler: instead of queueing a CQ entry for each Send received
+ * on a QP whose recv CQ this is, progress calls fn(arg, wc, data), in
+ * arrival order.  A message of up to max_len octets that came whole within
+ * one read is handed over where it lies, in the library's staging buffer:
+ * data points at it (valid only during the call), no receive WQE was used
+ * (one that could have taken it must still be posted), wc->wr_id is 0 and
+ * wc->wc_flags has SIWARP_WC_INLINE.  Any other lands in a posted receive
+ * buffer as usual and data is NULL: wc is the entry the CQ would have had.
+ * Failed receive completions (flushes) still go to the CQ.  Saves a
+ * receive buffer, a copy and a CQ round trip per small message.
+ *   The handler runs inside progress: it may post sends and receives and
+ * poll CQs, but a progress call made from it reads no socket, and
+ * siwarp_destroy_qp says -EBUSY.  The context must be single-thread
+ * (siwarp_ctx_set_single_thread) for as long as a handler is set.  fn NULL
+ * removes it.  0; -EINVAL (no CQ, or a context that is not single-thread);
+ * -EOPNOTSUPP on a hardware context. */
+typedef void (*siwarp_recv_handler_fn)(void *arg, const struct siwarp_wc *wc, const void *data);
+int  siwarp_cq_set_recv_handler(struct siwarp_cq *cq, siwarp_recv_handler_fn fn, void *arg,
+                                uint32_t max_len);
 
 /* ---- queue pairs -------------------------------------------------------- */
 

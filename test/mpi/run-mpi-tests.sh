@@ -346,6 +346,14 @@ run "shared receive queue, ping-pong and exchange up to 8 MiB (srq_size=2)" 4 \
     --mca btl_siwarp_srq_size 2 "$OUT/mpi_pingpong" $BIG4
 run "per-peer receive queues (btl_siwarp_srq_size=0) under flood" 4 \
     --mca btl_siwarp_srq_size 0 --mca btl_siwarp_rq_depth 2 "$OUT/mpi_flood" 3000
+# Inline receives (libsiwarp's receive handler) off, and on for every
+# eager size: both paths carry floods and odd sizes, in order.
+run "inline receives off (btl_siwarp_rx_inline=0) under flood" 4 \
+    --mca btl_siwarp_rx_inline 0 "$OUT/mpi_flood" 3000
+run "inline receives up to 64 KiB (btl_siwarp_rx_inline=65536) under flood" 4 \
+    --mca btl_siwarp_rx_inline 65536 "$OUT/mpi_flood" 3000
+run "inline receives up to 64 KiB, ping-pong and exchange 0 B..8 MiB, per-peer queues" 2 \
+    --mca btl_siwarp_rx_inline 65536 --mca btl_siwarp_srq_size 0 "$OUT/mpi_pingpong" $BIG4
 # The share's floor (btl_siwarp_srq_min_credits 0: 3, or rq_depth if less):
 # 16 buffers among 7 peers would give each 1 credit, and a peer with one
 # credit costs a CREDIT message for every Send that is not answered at once.
@@ -394,13 +402,16 @@ vcheck $? p2p_on "btl_siwarp_p2p 1: P2P with the Read RTR between software peers
 # them keeps it thread-safe.
 vrun lock_default 2 "$OUT/mpi_pingpong" 65536
 vcheck $? lock_default "one thread in MPI: the libsiwarp context takes no lock" \
-    "pingpong: ok" "libsiwarp context: one thread at a time, no locks" "!libsiwarp context: thread-safe"
+    "pingpong: ok" "libsiwarp context: one thread at a time, no locks" "!libsiwarp context: thread-safe" \
+    "inline receives: on"
 vrun lock_multiple 2 "$OUT/mpi_threads" 2 5
 vcheck $? lock_multiple "MPI_THREAD_MULTIPLE: the libsiwarp context locks" \
-    "threads: ok" "libsiwarp context: thread-safe (MPI_THREAD_MULTIPLE)" "!no locks"
+    "threads: ok" "libsiwarp context: thread-safe (MPI_THREAD_MULTIPLE)" "!no locks" \
+    "!inline receives"
 vrun lock_thread 2 --mca btl_siwarp_progress_thread 1 "$OUT/mpi_pingpong" 65536
 vcheck $? lock_thread "btl_siwarp_progress_thread=1: the libsiwarp context locks" \
-    "pingpong: ok" "libsiwarp context: thread-safe (btl_siwarp_progress_thread)" "!no locks"
+    "pingpong: ok" "libsiwarp context: thread-safe (btl_siwarp_progress_thread)" "!no locks" \
+    "!inline receives"
 # A peer that asked first: rank 1's request waits while rank 0 sleeps
 # outside MPI; rank 0's reply must take that connection, not open its own
 # and reject rank 1's as a duplicate.
@@ -408,6 +419,7 @@ vrun first_contact 2 "$OUT/mpi_oneway" reply 300
 vcheck $? first_contact "first send to a peer whose request waits: that connection is taken, none crossed" \
     "oneway reply: ok" "connected to .* over iWARP" "!rejecting connection"
 bad_param btl_siwarp_p2p 2
+bad_param btl_siwarp_rx_inline -1
 bad_param btl_siwarp_srq_size -1
 bad_param btl_siwarp_srq_min_credits -1
 bad_param btl_siwarp_srq_max 8      # below btl_siwarp_srq_size (16)
