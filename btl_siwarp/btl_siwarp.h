@@ -249,6 +249,8 @@ typedef struct mca_btl_siwarp_module_t {
 
     size_t frag_size;               /* header + max_send_size */
     uint8_t *rx_align;              /* frag_size: an inline message made 8-aligned */
+    int in_recv_handler;            /* inside libsiwarp's receive handler: no
+                                       QP may be destroyed (it says -EBUSY) */
 
     /* shared receive queue (btl_siwarp_srq.c); NULL: receives per QP */
     struct siwarp_srq *srq;

@@ -353,29 +353,28 @@ void mca_btl_siwarp_recv_handler(void *arg, const struct siwarp_wc *wc, const vo
     mca_btl_siwarp_endpoint_t *ep;
     mca_btl_siwarp_hdr_t *hdr;
 
+    m->in_recv_handler++;
     if (NULL == data) {
         struct siwarp_wc copy = *wc;
         (void) mca_btl_siwarp_ep_handle_wc(m, &copy);
+        m->in_recv_handler--;
         return;
     }
     ep = (mca_btl_siwarp_endpoint_t *) siwarp_qp_get_context(wc->qp);
-    if (NULL == ep || ep->qp != wc->qp) {
-        return;             /* an abandoned QP's */
+    if (NULL != ep && ep->qp == wc->qp) {      /* else an abandoned QP's */
+        hdr = (mca_btl_siwarp_hdr_t *) data;
+        if ((uintptr_t) data & 7) {
+            /* the library checked the length against a posted buffer, so
+             * it fits one of ours */
+            memcpy(m->rx_align, data, wc->byte_len);
+            hdr = (mca_btl_siwarp_hdr_t *) m->rx_align;
+        }
+        if (0 == deliver(m, ep, hdr, wc->byte_len) &&
+            MCA_BTL_SIWARP_EP_FAILED != ep->state && NULL != ep->qp) {
+            owe_credit(ep, hdr);
+        }
     }
-    hdr = (mca_btl_siwarp_hdr_t *) data;
-    if ((uintptr_t) data & 7) {
-        /* the library checked the length against a posted buffer, so it
-         * fits one of ours */
-        memcpy(m->rx_align, data, wc->byte_len);
-        hdr = (mca_btl_siwarp_hdr_t *) m->rx_align;
-    }
-    if (deliver(m, ep, hdr, wc->byte_len) < 0) {
-        return;
-    }
-    if (MCA_BTL_SIWARP_EP_FAILED == ep->state || NULL == ep->qp) {
-        return;
-    }
-    owe_credit(ep, hdr);
+    m->in_recv_handler--;
 }
 
 /* An unsuccessful completion, flushes included: a flush means the QP left

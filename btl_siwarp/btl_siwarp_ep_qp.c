@@ -247,7 +247,9 @@ void mca_btl_siwarp_ep_qp_abandon(mca_btl_siwarp_endpoint_t *ep)
     }
     ep->rq_grant = 0;
     siwarp_qp_set_context(ep->qp, NULL);
-    if (unused) {
+    /* inside libsiwarp's receive handler (ob1's callback connecting to a
+     * new peer, say) no QP can be destroyed: it waits for finalize */
+    if (unused && !ep->module->in_recv_handler) {
         /* Nothing of ours is posted on it and nothing completed on it:
          * destroy it now (its completions, if any, go with it).  The QP
          * that replaces it -- a lost simultaneous connect accepts the
