@@ -410,7 +410,8 @@ static mca_btl_base_module_t **siwarp_component_init(int *num_btls, bool progres
         /* then small Sends can come to ob1 straight from where libsiwarp
          * read them (a hardware context says -EOPNOTSUPP: its receives
          * land in our buffers anyway) */
-        if (0 == rc && c->rx_inline && NULL != (m->rx_align = malloc(m->frag_size))) {
+        if (0 == rc && c->rx_inline && NULL != m->cq &&
+            NULL != (m->rx_align = malloc(m->frag_size))) {
             rc = siwarp_cq_set_recv_handler(m->cq, mca_btl_siwarp_recv_handler, m,
                                             (uint32_t) c->rx_inline);
             BTL_VERBOSE(("inline receives: %s", 0 == rc ? "on" : strerror(-rc)));
