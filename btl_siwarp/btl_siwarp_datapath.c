@@ -260,6 +260,8 @@ static int deliver(mca_btl_siwarp_module_t *m, mca_btl_siwarp_endpoint_t *ep,
 {
     if (MCA_BTL_SIWARP_EP_CONNECTING == ep->state) {
         /* a Send can complete before we noticed our accepted QP reach RTS */
+        BTL_VERBOSE(("a message from %s came before its connection was seen up",
+                     OPAL_NAME_PRINT(ep->name)));
         mca_btl_siwarp_ep_progress_connect(ep);
     }
     if (byte_len < sizeof(*hdr) ||

@@ -411,6 +411,23 @@ static void iwarp_accepted_failed(mca_btl_siwarp_endpoint_t *ep, const struct si
     }
 }
 
+/* Test hook, never set in production: SIWARP_BTL_TEST_ACCEPT_STALL_MS=N
+ * sleeps N ms when an accepted connection is first seen up, so that the
+ * peer's first Send is surely waiting in the socket by then
+ * (run-mpi-tests.sh: first_contact_stall). */
+static void test_accept_stall(void)
+{
+    static int ms = -1;
+    if (ms < 0) {
+        const char *e = getenv("SIWARP_BTL_TEST_ACCEPT_STALL_MS");
+        ms = e ? atoi(e) : 0;
+        ms = ms < 0 || ms > 10000 ? 0 : ms;
+    }
+    if (ms > 0) {
+        usleep((useconds_t) ms * 1000u);
+    }
+}
+
 int mca_btl_siwarp_ep_progress_connect(mca_btl_siwarp_endpoint_t *ep)
 {
     struct siwarp_qp_attr attr;
@@ -451,8 +468,16 @@ int mca_btl_siwarp_ep_progress_connect(mca_btl_siwarp_endpoint_t *ep)
              * Reply went out), and its end of stream waits in the socket.
              * Let the library read the socket once before Sends go on it:
              * a given-up attempt then shows as closed, not as a connection
-             * lost with work in flight. */
+             * lost with work in flight.  That pass runs the receive
+             * handler: a Send from this peer already waiting completes the
+             * connection there (deliver()), and its credits are counted
+             * from then on; nothing is left to do here. */
+            struct siwarp_qp *qp = ep->qp;
+            test_accept_stall();
             (void) siwarp_progress(ep->module->ctx);
+            if (MCA_BTL_SIWARP_EP_CONNECTING != ep->state || qp != ep->qp) {
+                return 1;
+            }
             if (siwarp_query_qp(ep->qp, &attr) < 0 || SIWARP_QPS_RTS != attr.state) {
                 iwarp_accepted_failed(ep, &attr);
                 return 1;

@@ -418,6 +418,14 @@ vcheck $? lock_thread "btl_siwarp_progress_thread=1: the libsiwarp context locks
 vrun first_contact 2 "$OUT/mpi_oneway" reply 300
 vcheck $? first_contact "first send to a peer whose request waits: that connection is taken, none crossed" \
     "oneway reply: ok" "connected to .* over iWARP" "!rejecting connection"
+# The same, with rank 0 slow to see the accepted connection up: rank 1's
+# first message then waits in the socket, and the library pass that reads
+# it delivers it (receive handler) while the BTL is still checking that
+# connection.  The BTL must take the connection as made there, once: not
+# count its credits twice ("illegal state change").
+vrun first_contact_stall 2 -x SIWARP_BTL_TEST_ACCEPT_STALL_MS=100 "$OUT/mpi_oneway" reply 300
+vcheck $? first_contact_stall "a peer's first message read while its accepted connection is being checked: connected once" \
+    "oneway reply: ok" "came before its connection was seen up" "!illegal state change"
 bad_param btl_siwarp_p2p 2
 bad_param btl_siwarp_rx_inline -1
 bad_param btl_siwarp_srq_size -1
