@@ -787,7 +787,7 @@ static const struct crc_engine *engine;
 static void crc_init(void)
 {
     const char *env = getenv("SIWARP_CRC32C");
-    const struct crc_engine *want = NULL;
+    const struct crc_engine *best = NULL, *want = NULL;
 
     build_tables();
     build_fold();
@@ -798,49 +798,57 @@ static void crc_init(void)
     __builtin_cpu_init();
 #endif
     for (size_t i = 0; i < N_ENGINES; i++) {
-        if (!engine && engines[i].usable() && (!engines[i].preferred || engines[i].preferred()))
-            engine = &engines[i];
+        if (!best && engines[i].usable() && (!engines[i].preferred || engines[i].preferred()))
+            best = &engines[i];
         if (env && (strcmp(env, engines[i].env) == 0 || strcmp(env, engines[i].name) == 0))
             want = &engines[i];
     }
     if (env && *env && !want)
-        swp_log("SIWARP_CRC32C=%s: no such engine, using %s", env, engine->name);
+        swp_log("SIWARP_CRC32C=%s: no such engine, using %s", env, best->name);
     else if (want && !want->usable())
-        swp_log("SIWARP_CRC32C=%s: this CPU cannot run it, using %s", env, engine->name);
+        swp_log("SIWARP_CRC32C=%s: this CPU cannot run it, using %s", env, best->name);
     else if (want)
-        engine = want;
-    SWP_DBG("crc32c engine: %s", engine->name);
+        best = want;
+    SWP_DBG("crc32c engine: %s", best->name);
+    /* published once, after the tables it uses are built */
+    __atomic_store_n(&engine, best, __ATOMIC_RELEASE);
 }
 
-static inline void crc_ready(void)
+/* The engine, chosen on first use.  Once chosen it is one load: every
+ * FPDU makes a few calls, each right after a syscall emptied the TLB,
+ * and pthread_once would add a call into libc's pages to each. */
+static inline const struct crc_engine *crc_engine(void)
 {
-    pthread_once(&crc_once, crc_init);
+    const struct crc_engine *e = __atomic_load_n(&engine, __ATOMIC_ACQUIRE);
+
+    if (__builtin_expect(e == NULL, 0)) {
+        pthread_once(&crc_once, crc_init);
+        e = engine;
+    }
+    return e;
 }
 
 uint32_t swp_crc32c_portable(uint32_t crc, const void *buf, size_t len)
 {
-    crc_ready();
+    (void)crc_engine();
     return ~sb8_update(~crc, buf, len);
 }
 
 SWP_HOT
 uint32_t swp_crc32c(uint32_t crc, const void *buf, size_t len)
 {
-    crc_ready();
-    return ~engine->update(~crc, buf, len);
+    return ~crc_engine()->update(~crc, buf, len);
 }
 
 SWP_HOT
 uint32_t swp_crc32c_copy(uint32_t crc, void *dst, const void *src, size_t len)
 {
-    crc_ready();
-    return ~engine->copy(~crc, dst, src, len);
+    return ~crc_engine()->copy(~crc, dst, src, len);
 }
 
 const char *swp_crc32c_name(void)
 {
-    crc_ready();
-    return engine->name;
+    return crc_engine()->name;
 }
 
 const char *siwarp_crc32c_impl(void)

@@ -147,23 +147,28 @@ static void tx_fpdu(struct siwarp_qp *qp, uint8_t *h, uint32_t hdrlen,
          * contiguous iovec (cheaper than gathering three).  Not with
          * markers: the marker just emitted at an FPDU start sits in hdrs
          * right behind the header, where the copy must go. */
-        uint8_t *c = tx_space(tx, plen);
+        uint8_t *c = tx_space(tx, plen + pad);
         for (uint32_t i = 0; i < npl; i++) {
             memcpy(c, pl[i].iov_base, pl[i].iov_len);
             c += pl[i].iov_len;
         }
-        tx_emit(qp, h, SWP_MPA_HDR_LEN + hdrlen + plen, true);
+        memset(c, 0, pad);
+        /* one CRC pass over the whole FPDU up to its CRC field */
+        tx_emit(qp, h, SWP_MPA_HDR_LEN + hdrlen + plen + pad, true);
     } else {
         tx_emit(qp, h, SWP_MPA_HDR_LEN + hdrlen, true);
         for (uint32_t i = 0; i < npl; i++)
             tx_emit(qp, pl[i].iov_base, pl[i].iov_len, true);
+        if (pad) {
+            t = tx_space(tx, pad);
+            memset(t, 0, pad);
+            tx_emit(qp, t, pad, true);
+        }
     }
-    t = tx_space(tx, pad + SWP_MPA_CRC_LEN);
-    memset(t, 0, pad);
-    tx_emit(qp, t, pad, true);
+    t = tx_space(tx, SWP_MPA_CRC_LEN);
     /* RFC 5044 4.4: CRC32c of everything before it; zero if not negotiated */
-    swp_mpa_put_crc(t + pad, qp->nego.crc ? tx->crc : 0);
-    tx_emit(qp, t + pad, SWP_MPA_CRC_LEN, false);
+    swp_mpa_put_crc(t, qp->nego.crc ? tx->crc : 0);
+    tx_emit(qp, t, SWP_MPA_CRC_LEN, false);
 }
 
 /* iovecs for bytes [off, off + len) of a WQE's payload */

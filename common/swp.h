@@ -314,6 +314,8 @@ struct swp_rx {
     uint8_t trailer[8];
     uint32_t trailer_got, trailer_want;
     uint32_t crc;
+    bool crc_checked;                /* the current FPDU's CRC was checked whole
+                                        before parsing (rx_crc_whole) */
     uint64_t stream_off;             /* octets read since first FPDU (markers) */
     uint64_t fpdu_start;             /* stream_off at current FPDU start */
     uint8_t marker[SWP_MPA_MARKER_LEN];

@@ -447,7 +447,8 @@ int  siwarp_reject(struct siwarp_conn_req *req, const void *pd, uint16_t pd_len)
 #define SIWARP_TERM_CRC        0x2002u   /* MPA: CRC error (RFC 5044 8) */
 
 const char *siwarp_qp_state_str(enum siwarp_qp_state s);
-/* Decode a Terminate code (layer<<12 | etype<<8 | code) into text. */
+/* Decode a Terminate code (layer<<12 | etype<<8 | code) into text, held in
+ * a per-thread buffer that the next call overwrites. */
 const char *siwarp_term_str(uint32_t term);
 /* Which CRC32c engine is in use: "hybrid" (AVX-512 carry-less folding
  * with crc32 instruction streams beside it), "vpclmul" (the folding alone),

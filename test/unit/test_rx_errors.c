@@ -101,11 +101,11 @@ static void canaries_intact(struct peer *p)
     }
 }
 
-/* Write one FPDU with the given ULPDU (header + payload). */
-static void raw_fpdu(struct peer *p, const uint8_t *ulpdu, uint32_t len, bool bad_crc)
+/* Build one FPDU with the given ULPDU (header + payload) at f; its length. */
+static uint32_t build_fpdu(struct peer *p, uint8_t *f, const uint8_t *ulpdu, uint32_t len,
+                           bool bad_crc)
 {
-    uint8_t f[70000];
-    uint32_t pad = swp_mpa_pad(len), n = 0, crc;
+    uint32_t pad = swp_mpa_pad(len), n, crc;
 
     swp_put16(f, (uint16_t)len);
     memcpy(f + 2, ulpdu, len);
@@ -115,7 +115,15 @@ static void raw_fpdu(struct peer *p, const uint8_t *ulpdu, uint32_t len, bool ba
     if (bad_crc)
         crc ^= 0x10;
     swp_mpa_put_crc(f + n, crc);
-    n += 4;
+    return n + 4;
+}
+
+/* Write one FPDU with the given ULPDU (header + payload). */
+static void raw_fpdu(struct peer *p, const uint8_t *ulpdu, uint32_t len, bool bad_crc)
+{
+    uint8_t f[70000];
+    uint32_t n = build_fpdu(p, f, ulpdu, len, bad_crc);
+
     ASSERT_EQ(write(p->raw, f, n), (ssize_t)n);
 }
 
@@ -178,9 +186,12 @@ static void expect_term_hdr(struct peer *p, uint32_t want, bool hdr_copied)
 {
     uint8_t flags = 0;
     uint32_t term = wait_error_read_term(p, &flags);
-    if (term != want)
-        FAIL("terminate 0x%04x (%s), expected 0x%04x (%s)", term, siwarp_term_str(term), want,
-             siwarp_term_str(want));
+    if (term != want) {
+        char got_s[128], want_s[128];
+        FAIL("terminate 0x%04x (%s), expected 0x%04x (%s)", term,
+             swp_term_str(term, got_s, sizeof(got_s)), want,
+             swp_term_str(want, want_s, sizeof(want_s)));
+    }
     if (hdr_copied)
         ASSERT(flags & SWP_TERM_FLAG_D);    /* offending header copied in */
     else
@@ -542,27 +553,94 @@ TEST(read_response_unsolicited)
     expect_term(&p, T_RDMAP(SWP_RDMAP_ET_REMOTE_OP, SWP_RDMAP_EC_UNEXP_OPCODE));
 }
 
+/* A Write of len octets of fill to dst, as one FPDU */
+static void write_fill(struct peer *p, uint32_t stag, const uint8_t *dst, uint8_t fill,
+                       uint32_t len, bool bad_crc)
+{
+    uint8_t u[SWP_HDR_TAGGED + 256];
+    uint32_t h = tagged(u, SWP_OP_WRITE, true, stag, (uintptr_t)dst);
+
+    ASSERT(len <= 256);
+    memset(u + h, fill, len);
+    raw_fpdu(p, u, h + len, bad_crc);
+}
+
+static void wait_placed(struct peer *p, const uint8_t *dst, uint8_t fill, uint32_t len)
+{
+    for (int i = 0; i < 1000 && dst[len - 1] != fill; i++)
+        siwarp_wait(p->ctx, 2);
+    for (uint32_t i = 0; i < len; i++)
+        ASSERT_EQ(dst[i], fill);
+}
+
 TEST(bad_crc)
 {
     struct peer p;
-    uint8_t u[SWP_HDR_TAGGED + 16];
     peer_setup(&p, true, false);
-    uint32_t h = tagged(u, SWP_OP_WRITE, true, siwarp_mr_stag(p.mr), (uintptr_t)p.region);
-    raw_fpdu(&p, u, h + 16, true);
+    write_fill(&p, siwarp_mr_stag(p.mr), p.region, 0, 16, true);
     expect_term(&p, SWP_TERM(SWP_TERM_LAYER_LLP, 0, SWP_LLP_EC_CRC));
+}
+
+/* RFC 5044 4.4, 8: an FPDU that arrives whole has its CRC checked before
+ * anything in it is acted on.  A corrupted Write places nothing... */
+TEST(bad_crc_places_nothing)
+{
+    struct peer p;
+    peer_setup(&p, true, false);
+    write_fill(&p, siwarp_mr_stag(p.mr), p.region, 0x77, 64, true);
+    expect_term(&p, SWP_TERM(SWP_TERM_LAYER_LLP, 0, SWP_LLP_EC_CRC));
+    for (size_t i = 0; i < REGION; i++)
+        ASSERT_EQ(p.region[i], 0);
+}
+
+/* ...and a header that is wrong as well (an STag nobody registered) is not
+ * trusted enough to be what the Terminate reports */
+TEST(bad_crc_reported_before_bad_stag)
+{
+    struct peer p;
+    peer_setup(&p, true, false);
+    write_fill(&p, siwarp_mr_stag(p.mr) ^ 0x100, p.region, 0x77, 64, true);
+    expect_term(&p, SWP_TERM(SWP_TERM_LAYER_LLP, 0, SWP_LLP_EC_CRC));
+}
+
+/* An FPDU checked whole, then one that arrives in two reads and is checked
+ * piece by piece: both placed (the second's CRC is its own, not skipped
+ * because the first one's was checked), then a split one with a bad CRC
+ * caught. */
+TEST(crc_whole_then_split)
+{
+    struct peer p;
+    uint8_t u[SWP_HDR_TAGGED + 200], f[512];
+    peer_setup(&p, true, false);
+    write_fill(&p, siwarp_mr_stag(p.mr), p.region, 0x11, 64, false);
+    wait_placed(&p, p.region, 0x11, 64);
+    for (int bad = 0; bad < 2; bad++) {
+        uint8_t fill = bad ? 0x33 : 0x22;
+        uint8_t *dst = p.region + 1000 + 1000 * bad;
+        uint32_t h = tagged(u, SWP_OP_WRITE, true, siwarp_mr_stag(p.mr), (uintptr_t)dst);
+        memset(u + h, fill, 200);
+        uint32_t n = build_fpdu(&p, f, u, h + 200, bad);
+        ASSERT_EQ(write(p.raw, f, 30), 30);
+        for (int i = 0; i < 20; i++)
+            siwarp_progress(p.ctx);
+        ASSERT_EQ(write(p.raw, f + 30, n - 30), (ssize_t)(n - 30));
+        if (bad) {
+            expect_term(&p, SWP_TERM(SWP_TERM_LAYER_LLP, 0, SWP_LLP_EC_CRC));
+            break;
+        }
+        wait_placed(&p, dst, fill, 200);
+        struct siwarp_qp_attr at;
+        siwarp_query_qp(p.qp, &at);
+        ASSERT_EQ(at.state, SIWARP_QPS_RTS);
+    }
 }
 
 TEST(crc_off_ignores_crc_field)
 {
     struct peer p;
-    uint8_t u[SWP_HDR_TAGGED + 16];
     peer_setup(&p, false, false);
-    uint32_t h = tagged(u, SWP_OP_WRITE, true, siwarp_mr_stag(p.mr), (uintptr_t)p.region);
-    memset(u + h, 9, 16);
-    raw_fpdu(&p, u, h + 16, true);
-    for (int i = 0; i < 1000 && p.region[15] != 9; i++)
-        siwarp_wait(p.ctx, 2);
-    ASSERT_EQ(p.region[15], 9);
+    write_fill(&p, siwarp_mr_stag(p.mr), p.region, 9, 16, true);
+    wait_placed(&p, p.region, 9, 16);
 }
 
 TEST(ulpdu_length_zero)
