@@ -3,13 +3,14 @@
  * (window of 64 outstanding messages) and message rate between ranks 0
  * and 1, sizes 0 B to 64 MiB.  Data is verified once per size.
  *
- *   mpi-bench [-t lat|bw|bibw|rate|all] [-m MAXBYTES] [-n MINBYTES] [-i ITER]
- *             [-f FACTOR]
+ *   mpi-bench [-t lat|bw|bibw|rate|all[,...]] [-m MAXBYTES] [-n MINBYTES]
+ *             [-i ITER] [-f FACTOR]
  *
  * Sizes run from MINBYTES to MAXBYTES, each FACTOR (default 2) times the one
  * before (after 0 comes 1); 8 B, the message rate's size, is always among
  * them when in range.  Each measurement follows untimed warm-up rounds, as
- * in the OSU micro-benchmarks (see warmup_for).
+ * in the OSU micro-benchmarks (see warmup_for).  -t takes a comma list
+ * ("bw,bibw": both, size by size, in one launch).
  *
  * Output, one line per (test, size), easy to join across runs:
  *   # test size value unit
@@ -66,6 +67,39 @@ static int warmup_for(size_t len, int windows)
         return len > 8192 ? 2 : 10;
     }
     return len > 8192 ? 10 : 100;
+}
+
+/* Is NAME in the comma list TESTS ("all" names every test)? */
+static int wants(const char *tests, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = tests; *p;) {
+        size_t len = strcspn(p, ",");
+        if ((len == n && !strncmp(p, name, n)) || (len == 3 && !strncmp(p, "all", 3))) {
+            return 1;
+        }
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
+/* The first name in the comma list TESTS that is no test, or NULL. */
+static const char *unknown_test(const char *tests)
+{
+    static const char *const names[] = { "lat", "bw", "bibw", "rate", "all" };
+    for (const char *p = tests;; p += strcspn(p, ",") + 1) {
+        size_t len = strcspn(p, ","), k = 0;
+        while (k < sizeof(names) / sizeof(names[0]) &&
+               !(strlen(names[k]) == len && !strncmp(p, names[k], len))) {
+            k++;
+        }
+        if (k == sizeof(names) / sizeof(names[0])) {
+            return p;
+        }
+        if (!p[len]) {
+            return NULL;
+        }
+    }
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -197,7 +231,7 @@ int main(int argc, char **argv)
         case 'f': factor = atoi(optarg); break;
         default:
             if (0 == rank) {
-                fprintf(stderr, "usage: mpi-bench [-t lat|bw|bibw|rate|all] [-m max] "
+                fprintf(stderr, "usage: mpi-bench [-t lat|bw|bibw|rate|all[,...]] [-m max] "
                         "[-n min] [-i iters] [-f factor]\n");
             }
             MPI_Abort(MPI_COMM_WORLD, 2);
@@ -206,6 +240,9 @@ int main(int argc, char **argv)
     CHECK(size >= 2, "needs 2 ranks");
     CHECK(factor >= 2, "-f: 2 or more");
     CHECK(base_iters >= 1, "-i: 1 or more");
+    const char *bad = unknown_test(test);
+    CHECK(!bad, "-t: unknown test '%.*s' (lat, bw, bibw, rate, all)",
+          (int) strcspn(bad, ","), bad);
     if (rank > 1) {     /* extra ranks idle */
         MPI_Finalize();
         return 0;
@@ -219,24 +256,23 @@ int main(int argc, char **argv)
     if (0 == rank) {
         printf("# test size value unit\n");
     }
-    int all = !strcmp(test, "all");
     for (size_t len = min, grid = min; len <= max;) {
         int it = iters_for(len, base_iters);
         check_data(s, r, len);
-        if (all || !strcmp(test, "lat")) {
+        if (wants(test, "lat")) {
             double med, v = lat(s, r, len, it, &med);
             if (0 == rank) printf("lat %zu %.2f us\nlatmed %zu %.2f us\n", len, v, len, med);
         }
-        if (all || !strcmp(test, "bw")) {
+        if (wants(test, "bw")) {
             double cpu = 0, v = bw(s, r, len, it / 10 > 2 ? it / 10 : 2, 0, &cpu);
             if (0 == rank) printf("bw %zu %.1f MB/s\n", len, v);
             if (0 == rank && len) printf("bwcpu %zu %.3f s/GB\n", len, cpu);
         }
-        if (all || !strcmp(test, "bibw")) {
+        if (wants(test, "bibw")) {
             double v = bw(s, r, len, it / 10 > 2 ? it / 10 : 2, 1, NULL);
             if (0 == rank) printf("bibw %zu %.1f MB/s\n", len, v);
         }
-        if ((all || !strcmp(test, "rate")) && len <= 65536) {
+        if (wants(test, "rate") && len <= 65536) {
             double v = rate(s, r, len, it / 10 > 2 ? it / 10 : 2);
             if (0 == rank) printf("rate %zu %.0f msg/s\n", len, v);
         }
