@@ -6,6 +6,7 @@
  * the registered buffer for large ones.  Every state lives in struct swp_rx,
  * so the parser can be fed one byte at a time.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -15,9 +16,10 @@
 
 /* Segments from this size on are read one readv() each, straight into the
  * target; smaller ones (eager MPI messages, an MSS-sized stream from a
- * peer on a 1500-byte MTU) are staged, up to 64 KiB per recv(), and copied
- * out.  A syscall costs about 1 us on the VMs this runs on, and with CRC
- * on the copy rides on the CRC pass (crc32c-bench: copy+crc within 5% of
+ * peer on a 1500-byte MTU) are staged, 64-256 KiB per recv() (see
+ * SWP_RX_STAGE), and copied out, or handed to a receive handler in place.
+ * A syscall costs about 1 us on the VMs this runs on, and with CRC on the
+ * copy rides on the CRC pass (crc32c-bench: copy+crc within 5% of
  * crc alone), so staging wins up to what staging holds: against 8 KiB,
  * MPI bandwidth rose 70% at 8 KiB, 40-55% at 16 KiB, 20% at 32 KiB (loopback
  * and veth), 48-56 KiB ping-pong latency fell 16%.  With CRC off the copy
@@ -30,6 +32,9 @@
  * (the BTL's inline receives) with headers and pad */
 #define SWP_RX_CRC_WHOLE_MAX 2304
 #define SWP_RX_HDR_MIN    (SWP_MPA_HDR_LEN + (uint32_t)sizeof(struct swp_ctrl))
+/* the longest Send handed to a receive handler in place at any alignment
+ * (rx_hdr_send); longer ones only 8-aligned */
+#define SWP_RX_INLINE_UNALIGNED_MAX 2048
 
 /* reads per progress call, for fairness between QPs (tests lower it) */
 int swp_rx_budget = 64;
@@ -224,6 +229,57 @@ static uint32_t rx_hdr_read_resp(struct siwarp_qp *qp)
     return 0;
 }
 
+/* How much a read of the staging buffer asks for (see SWP_RX_STAGE). */
+static uint32_t rx_read_size(const struct swp_rx *rx)
+{
+    return rx->seg_len >= SWP_RX_READ_BIG_SEG ? rx->buf_size : SWP_RX_READ;
+}
+
+/*
+ * The Send whose header was just read could go to the recv CQ's handler in
+ * place, but the read ended inside it (in a stream of eager messages, one
+ * a read).  Its staged part moves to the front of the staging buffer, its
+ * payload 8-aligned, and the socket is read behind it: the read the next
+ * pass would have made anyway.  When all of the message is there the
+ * handler gets it in place; otherwise (the rest is still on its way) it
+ * is parsed from where it now lies into a receive buffer, as before.  So
+ * the message is not copied into that buffer, with its CRC, only for the
+ * consumer to copy it out again; the part staged before moves instead.
+ * Only in the context's staging buffer (not the spill buffer of
+ * qp_rx_direct.c), where everything before the header has been parsed
+ * and nothing lies behind the bytes at hand.
+ */
+static bool rx_stage_rest(struct siwarp_qp *qp, uint32_t rest)
+{
+    struct swp_rx *rx = &qp->rx;
+    uint8_t *at = rx->buf + SWP_RX_REST_AT;
+    /* the header octets of this read, not yet counted as taken */
+    uint32_t hdr_here = (uint32_t)(rx->inl - rx->buf) - rx->buf_head;
+    uint32_t have = rx->inl_avail;
+
+    if (rx->buf != qp->ctx->rx_stage + SWP_RX_STAGE_SKEW ||
+        SWP_RX_REST_AT + rest + SWP_RX_LOOKAHEAD > rx->buf_size)
+        return false;
+    memmove(at, rx->inl, have);
+    while (have < rest) {
+        /* the rest and what a read at the top of rx_progress would ask
+         * for: the messages behind this one are then whole in staging,
+         * not each cut by a short read for the one before */
+        uint32_t room = rx->buf_size - SWP_RX_REST_AT - have;
+        uint32_t ask = rest - have > rx_read_size(rx) ? rest - have : rx_read_size(rx);
+        ssize_t got = recv(qp->pl.fd, at + have, ask < room ? ask : room, MSG_DONTWAIT);
+        if (got > 0)
+            have += (uint32_t)got;
+        else if (got == 0 || errno != EINTR)
+            break;      /* not there yet, or the stream ended: the next read says */
+    }
+    rx->buf_head = SWP_RX_REST_AT - hdr_here;
+    rx->buf_tail = SWP_RX_REST_AT + have;
+    rx->inl = at;
+    rx->inl_avail = have;
+    return have >= rest;
+}
+
 SWP_HOT
 static uint32_t rx_hdr_send(struct siwarp_qp *qp)
 {
@@ -250,16 +306,24 @@ static uint32_t rx_hdr_send(struct siwarp_qp *qp)
     if ((uint64_t)mo + rx->seg_len > w->len)
         return SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_UNTAGGED, SWP_DDP_EC_U_TOO_LONG);
     /* A whole message (MO 0, L set) whose payload and trailer sit in this
-     * read goes to the recv CQ's handler where it lies, as if placed in the
-     * buffer just checked and the buffer given back at once: the buffer
-     * stays posted.  The CRC is checked before the handler sees a byte
-     * (swp_rx_fpdu_done), as a CQ entry would wait for it.  Never with
-     * markers: they may sit inside the payload. */
+     * read (or are read behind it now) goes to the recv CQ's handler where
+     * it lies, as if placed in the buffer just checked and the buffer given
+     * back at once: the buffer stays posted.  The CRC is checked before the
+     * handler sees a byte (swp_rx_fpdu_done), as a CQ entry would wait for
+     * it.  Never with markers: they may sit inside the payload. */
     if (qp->rcq->recv_fn && mo == 0 && rx->last && rx->seg_len <= qp->rcq->recv_max &&
-        !qp->nego.markers_rx &&
-        rx->inl_avail >= rx->seg_len + swp_mpa_pad(rx->ulpdu_len) + SWP_MPA_CRC_LEN) {
-        rx->cur_inline = true;
-        return 0;
+        !qp->nego.markers_rx) {
+        uint32_t rest = rx->seg_len + swp_mpa_pad(rx->ulpdu_len) + SWP_MPA_CRC_LEN;
+        /* A longer one that lies unaligned goes to the buffer: a consumer
+         * that reads headers in place (the BTL) would copy it to align it,
+         * and that copy plus the CRC pass here cost more than the copy to
+         * the buffer with the CRC folded in.  One cut by the read is
+         * aligned as it moves. */
+        bool aligned = ((uintptr_t)rx->inl & 7) == 0 || rx->seg_len <= SWP_RX_INLINE_UNALIGNED_MAX;
+        if (rx->inl_avail >= rest ? aligned : rx_stage_rest(qp, rest)) {
+            rx->cur_inline = true;
+            return 0;
+        }
     }
     if (rx_place_sgl(qp, w->sge, w->num_sge, mo, rx->seg_len, w->mr_gen == qp->ctx->mr_gen) < 0) {
         /* the application deregistered a buffer it had posted: a local
@@ -769,7 +833,7 @@ static int rx_progress(struct siwarp_qp *qp)
         } else {
             /* after a large segment only a lookahead: the next payload
              * is read by rx_direct, not copied out of staging */
-            uint32_t ask = rx->state == SWP_RX_PAYLOAD || !rx->bulk ? rx->buf_size
+            uint32_t ask = rx->state == SWP_RX_PAYLOAD || !rx->bulk ? rx_read_size(rx)
                                                                     : SWP_RX_LOOKAHEAD;
             got = recv(qp->pl.fd, rx->buf, ask, MSG_DONTWAIT);
             if (got < 0)

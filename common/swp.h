@@ -282,14 +282,27 @@ enum swp_rx_state {
 
 /* Staging buffer size.  One buffer per context, shared by its QPs: a QP's
  * swp_rx_progress parses everything it staged before it returns (or dies
- * with its QP), so no QP keeps bytes there between calls. */
-#define SWP_RX_STAGE 65536
+ * with its QP), so no QP keeps bytes there between calls.  A read asks for
+ * SWP_RX_READ octets, or for all of the buffer after a Send segment of
+ * SWP_RX_READ_BIG_SEG octets or more: a stream of such messages then has
+ * one cut by the end of a read in eight instead of one in two (each costs
+ * qp_rx.c's rx_stage_rest a move), while smaller messages keep the
+ * smaller reads, after which their credits go back sooner (4-8 KiB MPI
+ * bandwidth fell 7% with every read asking 256 KiB). */
+#define SWP_RX_STAGE 262144
+#define SWP_RX_READ 65536
+#define SWP_RX_READ_BIG_SEG 16384
 /* Reads land this far into the staging allocation: an FPDU at the start of
  * a read then has its Send payload (20 octets of MPA and DDP/RDMAP header
  * in) 8-aligned, so a receive handler can read it in place. */
 #define SWP_RX_STAGE_SKEW 4
 #define SWP_RX_LOOKAHEAD 64      /* staged behind a large segment: the next
                                     header (any header fits) and a few bytes */
+/* Where qp_rx.c (rx_stage_rest) moves the staged part of a Send to read
+ * its rest behind it: room for the header octets before it, and its
+ * payload 8-aligned, as at the start of a read. */
+#define SWP_RX_REST_AT 60
+_Static_assert((SWP_RX_STAGE_SKEW + SWP_RX_REST_AT) % 8 == 0, "a moved Send payload is 8-aligned");
 /* A speculative read (qp_rx_direct.c) asks for at most this many FPDUs
  * beyond the current segment, each at most SWP_RX_SPEC_FPDU_MAX octets on
  * the wire (ULPDU_Length 65535, pad, CRC).  What it read in the wrong places

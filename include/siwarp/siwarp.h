@@ -191,7 +191,10 @@ const char *siwarp_wc_status_str(enum siwarp_wc_status s);
 /* Receive handler: instead of queueing a CQ entry for each Send received
  * on a QP whose recv CQ this is, progress calls fn(arg, wc, data), in
  * arrival order.  A message of up to max_len octets that came whole within
- * one read is handed over where it lies, in the library's staging buffer:
+ * one read (or whose rest was already in the socket when a read ended
+ * inside it: the library reads it behind the part it has) is handed over
+ * where it lies, in the library's staging buffer (one longer than 2 KiB
+ * only where it lies 8-aligned):
  * data points at it (valid only during the call), no receive WQE was used
  * (one that could have taken it must still be posted), wc->wr_id is 0 and
  * wc->wc_flags has SIWARP_WC_INLINE.  Any other lands in a posted receive
