@@ -250,6 +250,8 @@ struct swp_nego {
 #define SWP_TX_IOV   512
 #define SWP_TX_HDRS  16384
 #define SWP_TX_BATCH (4u << 20)      /* bytes gathered per sendmsg at most */
+#define SWP_TX_BATCH_FIRST 262144u   /* ... in the first batch after the stream
+                                        was idle (qp_tx.c tx_batch_cap) */
 
 struct swp_tx {
     /* iov and hdrs: 24 KiB in the QP's block (qp.c swp_qp_alloc), not
@@ -267,6 +269,8 @@ struct swp_tx {
     uint32_t crc;                    /* running CRC of the FPDU being built */
     uint8_t *tail;                   /* owned copy of bytes left at a fatal error */
     uint64_t topped_up;              /* bytes queued while the socket was full */
+    uint32_t ramp;                   /* batches written since the stream was
+                                        last idle (tx_batch_cap) */
 };
 
 /* An ORQ slot held by the zero-length Read of the P2P RTR (RFC 6581 6) */
