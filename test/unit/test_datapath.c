@@ -351,6 +351,38 @@ TEST(sender_tops_up_a_full_socket)
     ASSERT(p.qp[0]->tx.topped_up > 0);
 }
 
+/* A stream that was idle starts with a small batch (qp_tx.c:
+ * tx_batch_cap): a 1 MiB Write posted on an idle QP whose socket fills
+ * has at most SWP_TX_BATCH_FIRST octets (and the FPDU that crossed it)
+ * built ahead of what was written, not all of it, each with its CRC
+ * computed before the peer sees a byte.  Then every octet arrives, and
+ * the stream, idle again, starts over small. */
+TEST(first_batch_after_idle_is_small)
+{
+    struct pair p;
+    const size_t big = 1u << 20;
+    pair_setup(&p, nego_default(true, false));
+    uint8_t *s = malloc(big), *r = calloc(1, big);
+    struct siwarp_mr *ms = reg(&p, s, big, 0), *mr = reg(&p, r, big, ACC_ALL);
+    struct swp_tx *tx = &p.qp[0]->tx;
+    fill(s, big, 93);
+    struct siwarp_sge bs = { s, (uint32_t)big, siwarp_mr_stag(ms) };
+    struct siwarp_send_wr ww = { .wr_id = 1, .sg_list = &bs, .num_sge = 1,
+                                 .opcode = SIWARP_WR_WRITE,
+                                 .rdma = { (uint64_t)(uintptr_t)r, siwarp_mr_stag(mr) } };
+    ASSERT_OK(siwarp_post_send(p.qp[0], &ww, NULL));
+    ASSERT(tx->written < big);              /* the socket filled */
+    ASSERT(tx->queued - tx->written <= SWP_TX_BATCH_FIRST + SWP_RX_SPEC_FPDU_MAX);
+    while (p.qp[1]->rx.copied + p.qp[1]->rx.direct < big)
+        ASSERT(siwarp_wait(p.ctx, 100) >= 0);
+    ASSERT_MEM_EQ(s, r, big);
+    for (int i = 0; i < 100 && tx->ramp; i++)
+        (void)siwarp_progress(p.ctx);
+    ASSERT_EQ(tx->ramp, 0);
+    free(s);
+    free(r);
+}
+
 TEST(write_all_sizes_crc) { run_rdma(nego_default(true, false), false); }
 TEST(write_all_sizes_markers) { run_rdma(nego_default(true, true), false); }
 TEST(read_all_sizes_crc) { run_rdma(nego_default(true, false), true); }
