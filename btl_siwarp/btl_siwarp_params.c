@@ -212,7 +212,7 @@ int mca_btl_siwarp_params_register(void)
     /* every eager message: one that comes whole (or whose rest libsiwarp
      * can read behind it) is then copied once, by ob1, out of the staging
      * buffer, instead of into a receive buffer first (16-32 KiB MPI
-     * bandwidth +26-40% on loopback; contrib/PERFORMANCE.md) */
+     * bandwidth +25-30% on loopback; contrib/PERFORMANCE.md) */
     c->rx_inline = 65536;
     reg_int("rx_inline", "Longest received message (octets) handed to the PML where libsiwarp "
             "read it, without a receive buffer or completion queue round trip; 0: never.  "
