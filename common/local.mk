@@ -13,6 +13,7 @@ common_libswpcore_la_SOURCES = \
 	common/qp.c \
 	common/qp_tx.c \
 	common/qp_rx.c \
+	common/qp_rx_ops.c \
 	common/qp_rx_direct.c \
 	common/srq.c \
 	common/mem.c \

@@ -290,7 +290,7 @@ enum swp_rx_state {
  * SWP_RX_READ octets, or for all of the buffer after a Send segment of
  * SWP_RX_READ_BIG_SEG octets or more: a stream of such messages then has
  * one cut by the end of a read in eight instead of one in two (each costs
- * qp_rx.c's rx_stage_rest a move), while smaller messages keep the
+ * qp_rx.c's swp_rx_stage_rest a move), while smaller messages keep the
  * smaller reads, after which their credits go back sooner (4-8 KiB MPI
  * bandwidth fell 7% with every read asking 256 KiB). */
 #define SWP_RX_STAGE 262144
@@ -302,7 +302,7 @@ enum swp_rx_state {
 #define SWP_RX_STAGE_SKEW 4
 #define SWP_RX_LOOKAHEAD 64      /* staged behind a large segment: the next
                                     header (any header fits) and a few bytes */
-/* Where qp_rx.c (rx_stage_rest) moves the staged part of a Send to read
+/* Where qp_rx.c (swp_rx_stage_rest) moves the staged part of a Send to read
  * its rest behind it: room for the header octets before it, and its
  * payload 8-aligned, as at the start of a read. */
 #define SWP_RX_REST_AT 60
@@ -526,6 +526,29 @@ int  swp_rx_sgl_iov(struct siwarp_qp *qp, const struct siwarp_sge *sge, uint32_t
                     bool checked);
 int  swp_rx_fpdu_done(struct siwarp_qp *qp);    /* 0, or -EBADMSG (CRC) */
 int  swp_rx_parse(struct siwarp_qp *qp, const uint8_t *p, uint32_t n);
+/* The current segment's target, for the header checks of qp_rx_ops.c:
+ * len octets at dst (NULL: discard them), or bytes [off, off + len) of an
+ * SGL (0, or -EACCES).  swp_rx_stage_rest: read the rest of a Send the
+ * last read cut behind its staged part; true when all of it is there. */
+void swp_rx_place_one(struct swp_rx *rx, uint8_t *dst, uint32_t len);
+int  swp_rx_place_sgl(struct siwarp_qp *qp, const struct siwarp_sge *sge, uint32_t num_sge,
+                      uint64_t off, uint32_t len, bool checked);
+bool swp_rx_stage_rest(struct siwarp_qp *qp, uint32_t rest);
+
+/* qp_rx_ops.c: per RDMAP opcode, the header check (0 or an RFC 5040
+ * Terminate code, SWP_TERM) and the completion after the CRC. */
+struct swp_rx_op {
+    uint32_t (*hdr)(struct siwarp_qp *qp);
+    void (*done)(struct siwarp_qp *qp);
+};
+extern const struct swp_rx_op swp_rx_ops[SWP_OP_MAX];
+
+/* Is the segment being received the peer-to-peer RTR of this type (RFC
+ * 6581 6: a zero-length message of the negotiated kind, while one is due)? */
+static inline bool swp_rx_is_rtr(const struct siwarp_qp *qp, int type)
+{
+    return qp->rtr_wait_rx && qp->nego.rtr == type && qp->rx.seg_len == 0 && qp->rx.last;
+}
 
 /* qp_rx_direct.c: read the current large segment's payload straight into
  * its target (and, for a Read Response, the segments predicted behind it).
