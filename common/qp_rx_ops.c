@@ -5,8 +5,8 @@
  * buffer named by its STag, the requester's Read sink, or a receive
  * handler in place), and the completion once its CRC was verified.
  * qp_rx.c's engine frames the byte stream into FPDUs and calls these
- * through swp_rx_ops[]; neither reads the socket here, except
- * rx_hdr_send through swp_rx_stage_rest.
+ * through swp_rx_ops[].  None of them reads the socket, except
+ * rx_hdr_send through swp_rx_stage_rest (a Send a read cut).
  */
 #include <stdlib.h>
 #include <string.h>
