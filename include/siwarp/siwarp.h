@@ -75,7 +75,7 @@ int  siwarp_ctx_set_single_thread(struct siwarp_ctx *ctx, bool on);
  * turns it off; at most 60 s.  Software backend only; 0 or -EINVAL. */
 int  siwarp_ctx_set_idle_wait(struct siwarp_ctx *ctx, uint32_t spin_us, uint32_t wait_us);
 /* TCP congestion control for the context's connections from now on: a
- * comma-separated list ("cubic,reno"), tried in order on each socket; the
+ * comma-separated list ("reno,cubic"), tried in order on each socket; the
  * first the kernel takes wins, and if it takes none (a name it lacks, or
  * one not in net.ipv4.tcp_allowed_congestion_control for an unprivileged
  * process) the socket keeps the system default.  "" restores the default,

@@ -439,6 +439,11 @@ run "TCP congestion control: system default (btl_siwarp_tcp_congestion empty)" 2
     --mca btl_siwarp_tcp_congestion "" "$OUT/mpi_pingpong" 1048576
 run "TCP congestion control: reno after a name the kernel lacks" 2 \
     --mca btl_siwarp_tcp_congestion no-such-cc,reno "$OUT/mpi_pingpong" 1048576
+# The default asks for Reno first (contrib/PERFORMANCE.md, *Congestion
+# control*): every connection's socket must run it, none CUBIC.
+vrun tcp_cc_default 2 -x SIWARP_DEBUG=1 "$OUT/mpi_pingpong" 65536
+vcheck $? tcp_cc_default "TCP congestion control: reno on every socket by default" \
+    "TCP congestion control reno" "!TCP congestion control cubic"
 run "mpi-bench smoke (0 B..1 MiB)" 2 "$OUT/mpi-bench" -m 1048576 -i 20
 
 # First contact while the odd ranks compute without progress for longer than
