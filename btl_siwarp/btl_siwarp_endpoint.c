@@ -1,6 +1,8 @@
 /*
  * btl_siwarp_endpoint.c - per-peer connection state: creation, connecting
- * (iWARP or the fallback), accepting, failure.  The endpoint's QP, its
+ * (iWARP or the fallback), failure.  The passive side (a peer's connection
+ * request, which of two crossing connections survives) is
+ * btl_siwarp_ep_accept.c; the endpoint's QP, its
  * credit grant and the connection private data are btl_siwarp_ep_qp.c, the
  * iWARP data path btl_siwarp_datapath.c, the plain-TCP fallback transport
  * btl_siwarp_fallback.c.
@@ -531,117 +533,6 @@ uint64_t mca_btl_siwarp_now_coarse_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     return (uint64_t) ts.tv_sec * 1000u + (uint64_t) ts.tv_nsec / 1000000u;
-}
-
-void mca_btl_siwarp_ep_await_incoming(mca_btl_siwarp_endpoint_t *ep)
-{
-    ep->await_incoming = 1;
-    ep->deadline_ms = mca_btl_siwarp_now_ms() + (uint64_t) mca_btl_siwarp_component.connect_timeout;
-    mca_btl_siwarp_ep_activate(ep);     /* progress_connect watches the deadline */
-}
-
-/* Test hook, never set in production: SIWARP_BTL_TEST_REFUSE_INCOMING=1
- * answers every incoming connection "duplicate, use mine" without ever
- * connecting, so the peer waits in vain (run-mpi-tests.sh: connect timeout). */
-static int test_refuse_incoming(void)
-{
-    static int v = -1;
-    if (v < 0) {
-        const char *e = getenv("SIWARP_BTL_TEST_REFUSE_INCOMING");
-        v = e && '1' == e[0];
-    }
-    return v;
-}
-
-/* Lower process name keeps its outgoing connection.  Returns 1 when the
- * incoming connection should be accepted (abandoning ours, if any). */
-int mca_btl_siwarp_ep_accept_incoming(mca_btl_siwarp_endpoint_t *ep)
-{
-    if (test_refuse_incoming()) {
-        return 0;
-    }
-    switch (ep->state) {
-    case MCA_BTL_SIWARP_EP_CLOSED:
-        return 1;
-    case MCA_BTL_SIWARP_EP_CONNECTING:
-        if (ep->qp && ep->qp_accepted) {
-            /* we accepted another attempt of this peer: one of the two was
-             * given up (see btl_siwarp_endpoint.h), and the peer may be
-             * sending on the other already.  Keep ours; if it is the dead
-             * one, iwarp_accepted_failed connects to the peer. */
-            return 0;
-        }
-        if (ep->await_incoming) {
-            return 1;
-        }
-        if (opal_compare_proc(OPAL_PROC_MY_NAME, ep->name) < 0) {
-            return 0;           /* we are lower: ours wins */
-        }
-        if (MCA_BTL_SIWARP_TR_TCP == ep->transport) {
-            mca_btl_siwarp_tcp_close(ep);
-        } else {
-            mca_btl_siwarp_ep_qp_abandon(ep);
-        }
-        return 1;
-    default:
-        return 0;
-    }
-}
-
-void mca_btl_siwarp_ep_handle_conn_req(mca_btl_siwarp_module_t *m, struct siwarp_conn_req *req)
-{
-    struct siwarp_conn_param theirs, p;
-    struct sockaddr_storage peer;
-    mca_btl_siwarp_conn_pd_t pd, rej;
-    opal_process_name_t name;
-    mca_btl_siwarp_endpoint_t *ep;
-    int rc;
-
-    if (siwarp_conn_req_param(req, &theirs, &peer) < 0 ||
-        OPAL_SUCCESS != mca_btl_siwarp_parse_conn_pd(theirs.private_data,
-                                                     theirs.private_data_len, &pd)) {
-        BTL_VERBOSE(("rejecting a connection without siwarp BTL private data"));
-        mca_btl_siwarp_fill_conn_pd(&rej, MCA_BTL_SIWARP_CONN_UNKNOWN);
-        siwarp_reject(req, &rej, sizeof(rej));
-        return;
-    }
-    name.jobid = pd.jobid;
-    name.vpid = pd.vpid;
-    ep = mca_btl_siwarp_ep_lookup(m, &name, 1);
-    if (NULL == ep || !mca_btl_siwarp_ep_accept_incoming(ep)) {
-        BTL_VERBOSE(("rejecting connection from %s (%s)", OPAL_NAME_PRINT(name),
-                     ep ? "duplicate" : "unknown peer"));
-        mca_btl_siwarp_fill_conn_pd(&rej, ep ? MCA_BTL_SIWARP_CONN_DUP
-                                             : MCA_BTL_SIWARP_CONN_UNKNOWN);
-        siwarp_reject(req, &rej, sizeof(rej));
-        return;
-    }
-    if (MCA_BTL_SIWARP_EP_CLOSED == ep->state) {
-        mca_btl_siwarp_ep_set_state(ep, MCA_BTL_SIWARP_EP_CONNECTING);
-    }
-    ep->transport = MCA_BTL_SIWARP_TR_IWARP;
-    ep->await_incoming = 0;
-    ep->peer_rq = pd.rq_depth;
-    rc = mca_btl_siwarp_ep_qp_create(ep);
-    if (OPAL_SUCCESS != rc) {
-        mca_btl_siwarp_fill_conn_pd(&rej, MCA_BTL_SIWARP_CONN_UNKNOWN);
-        siwarp_reject(req, &rej, sizeof(rej));
-        mca_btl_siwarp_ep_fail(ep, "could not create a queue pair", 1);
-        return;
-    }
-    mca_btl_siwarp_ep_conn_param(ep, &p, &rej, MCA_BTL_SIWARP_CONN_OK);
-    /* we answer with the peer's negotiated choices where the API lets us */
-    rc = siwarp_accept(req, ep->qp, &p);
-    if (rc < 0) {
-        mca_btl_siwarp_ep_qp_abandon(ep);
-        mca_btl_siwarp_ep_set_state(ep, MCA_BTL_SIWARP_EP_CLOSED);
-        BTL_VERBOSE(("siwarp_accept: %s", strerror(-rc)));
-        return;
-    }
-    ep->qp_accepted = 1;
-    mca_btl_siwarp_ep_activate(ep);
-    /* peer's rq_depth is in its request; RTS is noticed by progress_connect,
-     * which reads the same private data back through siwarp_query_qp */
 }
 
 /* ---- failure ------------------------------------------------------------- */

@@ -20,6 +20,7 @@ btl_siwarp_libbtlsiwarp_la_SOURCES = \
 	btl_siwarp/btl_siwarp_module.c \
 	btl_siwarp/btl_siwarp_endpoint.h \
 	btl_siwarp/btl_siwarp_endpoint.c \
+	btl_siwarp/btl_siwarp_ep_accept.c \
 	btl_siwarp/btl_siwarp_ep_qp.c \
 	btl_siwarp/btl_siwarp_datapath.c \
 	btl_siwarp/btl_siwarp_fallback.c \
