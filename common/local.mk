@@ -12,6 +12,8 @@ common_libswpcore_la_SOURCES = \
 	common/mpa.h \
 	common/qp.c \
 	common/qp_tx.c \
+	common/qp_tx_ops.c \
+	common/qp_tx.h \
 	common/qp_rx.c \
 	common/qp_rx_ops.c \
 	common/qp_rx_direct.c \

@@ -64,13 +64,14 @@ void swp_rx_place_one(struct swp_rx *rx, uint8_t *dst, uint32_t len)
     rx->place_idx = rx->place_off = 0;
 }
 
-/* Target iovecs for bytes [off, off + len) of an SGL, at most max of them.
+/* The iovecs for bytes [off, off + len) of an SGL, at most max of them: a
+ * segment's target here, a Send's or Write's payload in qp_tx_ops.c.
  * Unless `checked` (a receive WQE checked at post, and no MR deregistered
  * or invalidated since: ctx->mr_gen), each SGE touched is checked again
  * (valid, same PD, local write, bounds): its MR may have gone since the WR
  * was posted.  The number of iovecs, -EACCES, or -E2BIG. */
 SWP_HOT
-int swp_rx_sgl_iov(struct siwarp_qp *qp, const struct siwarp_sge *sge, uint32_t num_sge,
+int swp_sgl_iov(struct siwarp_qp *qp, const struct siwarp_sge *sge, uint32_t num_sge,
                    uint64_t off, uint32_t len, struct iovec *iov, uint32_t max, bool checked)
 {
     uint32_t n = 0;
@@ -105,7 +106,7 @@ int swp_rx_place_sgl(struct siwarp_qp *qp, const struct siwarp_sge *sge, uint32_
                      uint64_t off, uint32_t len, bool checked)
 {
     struct swp_rx *rx = &qp->rx;
-    int n = swp_rx_sgl_iov(qp, sge, num_sge, off, len, rx->place_iov, SWP_MAX_SGE, checked);
+    int n = swp_sgl_iov(qp, sge, num_sge, off, len, rx->place_iov, SWP_MAX_SGE, checked);
 
     if (n < 0)
         return -EACCES;
@@ -300,7 +301,7 @@ static int rx_marker(struct siwarp_qp *qp, const uint8_t **p, uint32_t *avail)
     struct swp_rx *rx = &qp->rx;
     uint32_t take = SWP_MPA_MARKER_LEN - rx->marker_got;
     bool at_boundary = rx->state == SWP_RX_HDR && rx->hdr_got == 0;
-    /* a marker leading an FPDU belongs to it (see qp_tx.c: tx_fpdu); one
+    /* a marker leading an FPDU belongs to it (see qp_tx.c: swp_tx_fpdu); one
      * inside the CRC field is not covered */
     bool in_crc = !(rx->state == SWP_RX_TRAILER &&
                     rx->trailer_got >= rx->trailer_want - SWP_MPA_CRC_LEN);

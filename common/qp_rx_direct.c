@@ -105,7 +105,7 @@ static void rx_predict(struct siwarp_qp *qp, struct rx_read *r)
         if (r->n + 3 > RX_IOV_MAX)
             break;
         rx_iov(r, s->hdr, sizeof(s->hdr));
-        n = swp_rx_sgl_iov(qp, w->sge, w->num_sge, off, len, &r->iov[r->n], RX_IOV_MAX - r->n - 2,
+        n = swp_sgl_iov(qp, w->sge, w->num_sge, off, len, &r->iov[r->n], RX_IOV_MAX - r->n - 2,
                            false);
         if (n <= 0) {
             r->n--;

@@ -521,7 +521,7 @@ int  swp_rx_progress(struct siwarp_qp *qp);    /* 0, -EAGAIN, or fatal error */
  * first QP): 0 or -ENOMEM. */
 int  swp_rx_init(struct siwarp_qp *qp);
 extern int swp_rx_budget;
-int  swp_rx_sgl_iov(struct siwarp_qp *qp, const struct siwarp_sge *sge, uint32_t num_sge,
+int  swp_sgl_iov(struct siwarp_qp *qp, const struct siwarp_sge *sge, uint32_t num_sge,
                     uint64_t off, uint32_t len, struct iovec *iov, uint32_t max,
                     bool checked);
 int  swp_rx_fpdu_done(struct siwarp_qp *qp);    /* 0, or -EBADMSG (CRC) */

@@ -191,7 +191,7 @@ static void churn(bool crc, bool markers, double seconds)
 
 /* Minimal reproducer: with markers on, a small RDMA Write whose FPDU
  * starts at a marker position (here the very first FPDU of the stream)
- * must arrive intact.  (Regression: the small-payload copy in tx_fpdu
+ * must arrive intact.  (Regression: the small-payload copy in swp_tx_fpdu
  * assumed the payload lies right behind the header in tx->hdrs, but the
  * marker emitted first sits there: the FPDU went out as header, marker,
  * payload minus its last 4 bytes -- with a CRC computed over exactly those
