@@ -1,9 +1,10 @@
 /*
  * qp_tx.c - the transmit engine: frames what qp_tx_ops.c puts out (send
  * WQEs, inbound Read Requests, the P2P RTR) and Terminates into MPA FPDUs
- * (RFC 5044 4) and writes them with one sendmsg per batch.  Payload is never copied: the iovec points at
- * the application's registered memory, headers, pads, CRCs and markers live
- * in tx->hdrs.  Partial writes resume from the iovec cursor.
+ * (RFC 5044 4) and writes them with one sendmsg per batch.  Payload is
+ * never copied: the iovec points at the application's registered memory,
+ * headers, pads, CRCs and markers live in tx->hdrs.  Partial writes resume
+ * from the iovec cursor.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,6 @@
 #include <sys/socket.h>
 
 #include "qp_tx.h"
-
 
 uint32_t swp_fpdu_wire_len(uint32_t ulpdu_len, bool crc)
 {
