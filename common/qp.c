@@ -264,6 +264,17 @@ static enum siwarp_wc_opcode swp_wc_op(enum siwarp_wr_opcode op)
     }
 }
 
+/* A Send that went out whole as it was posted (qp_tx.c, swp_tx_direct_send):
+ * the SQ was empty, so its completion is next in posting order. */
+void swp_sq_complete_now(struct siwarp_qp *qp, uint64_t wr_id, enum siwarp_wr_opcode op,
+                         uint32_t len)
+{
+    struct siwarp_wc wc;
+
+    swp_wc_fill(&wc, qp, wr_id, swp_wc_op(op), SIWARP_WC_SUCCESS, len);
+    swp_cq_push(qp->scq, &wc);
+}
+
 /* Retire send WQEs from the head, in order (verbs: completions of one
  * send queue come in posting order). */
 SWP_HOT

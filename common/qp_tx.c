@@ -331,6 +331,143 @@ int swp_tx_progress(struct siwarp_qp *qp)
     }
 }
 
+/* The largest Send payload swp_tx_direct_send takes: its whole FPDU (pad
+ * and CRC included) fits one SWP_TX_LINEAR_MAX write, as the general path
+ * would have copied it anyway. */
+#define SWP_TX_DIRECT_MAX \
+    (SWP_TX_LINEAR_MAX - SWP_MPA_HDR_LEN - SWP_HDR_UNTAGGED - 3 - SWP_MPA_CRC_LEN)
+
+/* Is the QP's transmit side idle, so that a Send posted now is the next
+ * FPDU of the stream and nothing can come between it and the socket? */
+static bool tx_idle(const struct siwarp_qp *qp)
+{
+    return qp->state == SIWARP_QPS_RTS && qp->pl.fd >= 0 && !swp_tx_has_work(qp) &&
+           !qp->tx.tail && !qp->nego.markers_tx && !qp->rtr_wait_rx && !qp->rtr_wait_resp;
+}
+
+/*
+ * A lone small Send posted on an idle QP: framed straight into the header
+ * area and written by one send(), without a WQE -- every hop of an MPI
+ * ping-pong.  The general path (post a WQE, swp_tx_fill picks it, tx_segment
+ * frames it, the write loop retires it) ran ~1,500 instructions from
+ * siwarp_post_send to send() here.  The frame is the one the general path
+ * builds: one untagged FPDU, Last set, QN 0, the next MSN, MO 0 (RFC 5041
+ * 5.1-5.3), pad and CRC (RFC 5044 4.1-4.4).  Returns false, having changed
+ * nothing, when the WR is not such a Send or anything is waiting (then the
+ * general path decides, errors included).  If the socket takes less than
+ * the whole frame, the rest becomes the engine's pending batch behind a
+ * WQE that completes once it is written, as any other.
+ */
+SWP_HOT
+bool swp_tx_direct_send(struct siwarp_qp *qp, const struct siwarp_send_wr *wr)
+{
+    struct swp_tx *tx = &qp->tx;
+    struct siwarp_ctx *ctx = qp->ctx;
+    uint64_t len = 0;
+    uint32_t ulpdu, total, crc;
+    uint8_t *f = tx->hdrs, *c;
+    ssize_t n;
+
+    if (wr->opcode > SIWARP_WR_SEND_SE_INV || wr->num_sge < 0 ||
+        (uint32_t)wr->num_sge > qp->init.max_sge || (wr->num_sge && !wr->sg_list) || !tx_idle(qp))
+        return false;
+    /* RFC 5040 6.4 / verbs: a fenced Send waits for the Reads before it.
+     * A posted Read keeps its WQE in the SQ (not idle) until answered; the
+     * P2P RTR's Read (RFC 6581 6) sits in the ORQ without one. */
+    if ((wr->send_flags & SIWARP_SEND_FENCE) && swp_ring_count(&qp->orqr))
+        return false;
+    /* a second post before progress ran: swp_tx_post may hold it back */
+    if (qp->init.tx_coalesce && qp->tx_epoch == ctx->epoch)
+        return false;
+    for (int i = 0; i < wr->num_sge; i++)
+        len += wr->sg_list[i].length;
+    if (len > SWP_TX_DIRECT_MAX || len > swp_tx_max_payload(qp, SWP_HDR_UNTAGGED) ||
+        ((wr->send_flags & SIWARP_SEND_INLINE) && len > qp->init.max_inline))
+        return false;
+    if (!(wr->send_flags & (SIWARP_SEND_INLINE | SIWARP_SEND_UNREGISTERED))) {
+        for (int i = 0; i < wr->num_sge; i++)
+            if (wr->sg_list[i].length &&
+                swp_mem_check_local(ctx, qp->pd, &wr->sg_list[i], 0) < 0)
+                return false;
+    }
+
+    ulpdu = SWP_HDR_UNTAGGED + (uint32_t)len;
+    swp_put16(f, (uint16_t)ulpdu);
+    swp_ddp_build_untagged(f + SWP_MPA_HDR_LEN, swp_tx_send_op(wr->opcode), true, SWP_QN_SEND,
+                           qp->tx_msn[SWP_QN_SEND], 0,
+                           swp_tx_send_inv(wr->opcode) ? wr->invalidate_stag : 0);
+    c = f + SWP_MPA_HDR_LEN + SWP_HDR_UNTAGGED;
+    /* RFC 5044 4.4: CRC32c of everything before the CRC field; zero if not
+     * negotiated.  A payload past SWP_TX_COPY_MAX is copied by the CRC pass
+     * itself (one read of the application's bytes); a smaller one is copied
+     * first and the whole frame checked in one call, cheaper than three. */
+    if (qp->nego.crc && len > SWP_TX_COPY_MAX) {
+        crc = swp_crc32c(0, f, (size_t)(c - f));
+        for (int i = 0; i < wr->num_sge; i++) {
+            crc = swp_crc32c_copy(crc, c, wr->sg_list[i].addr, wr->sg_list[i].length);
+            c += wr->sg_list[i].length;
+        }
+        memset(c, 0, swp_mpa_pad(ulpdu));
+        crc = swp_crc32c(crc, c, swp_mpa_pad(ulpdu));
+        c += swp_mpa_pad(ulpdu);
+    } else {
+        for (int i = 0; i < wr->num_sge; i++) {
+            if (wr->sg_list[i].length)
+                memcpy(c, wr->sg_list[i].addr, wr->sg_list[i].length);
+            c += wr->sg_list[i].length;
+        }
+        memset(c, 0, swp_mpa_pad(ulpdu));
+        c += swp_mpa_pad(ulpdu);
+        crc = qp->nego.crc ? swp_crc32c(0, f, (size_t)(c - f)) : 0;
+    }
+    swp_mpa_put_crc(c, crc);
+    total = (uint32_t)(c - f) + SWP_MPA_CRC_LEN;
+
+    qp->tx_msn[SWP_QN_SEND]++;
+    qp->tx_epoch = ctx->epoch;
+    qp->tx_held = 0;
+    tx->fpdu_start = tx->stream_off;
+    tx->stream_off += total;
+    tx->queued += total;
+    do {
+        n = send(qp->pl.fd, f, total, MSG_NOSIGNAL | MSG_DONTWAIT);
+    } while (n < 0 && errno == EINTR);
+    if (n == (ssize_t)total) {
+        tx->written += total;
+        if ((wr->send_flags & SIWARP_SEND_SIGNALED) || qp->init.sq_sig_all)
+            swp_sq_complete_now(qp, wr->wr_id, wr->opcode, (uint32_t)len);
+        return true;
+    }
+
+    /* Part of the frame or none of it went: the rest is the pending batch
+     * (it lives in hdrs, so the application's buffer is free already), and
+     * a WQE, fully segmented, completes when the rest is written.  A socket
+     * error shows again on the engine's write, which fails the QP. */
+    struct swp_swqe *w = &qp->sq[qp->sqr.tail & qp->sqr.mask];
+
+    n = n > 0 ? n : 0;
+    memset(w, 0, sizeof(*w));
+    w->sge = w->sge_inline;
+    w->wr_id = wr->wr_id;
+    w->opcode = wr->opcode;
+    w->flags = wr->send_flags;
+    w->inv_stag = wr->invalidate_stag;
+    w->len = w->sent = len;
+    w->segmented = true;
+    w->done_at = tx->queued;
+    qp->sqr.tail++;
+    qp->sq_cur = qp->sqr.tail;
+    tx->written += (uint64_t)n;
+    tx->iov[0].iov_base = f + n;
+    tx->iov[0].iov_len = total - (size_t)n;
+    tx->niov = 1;
+    tx->iov_done = 0;
+    tx->pending = total - (uint64_t)n;
+    tx->hdrs_used = total;
+    swp_tx_progress(qp);
+    return true;
+}
+
 /* After a post: write now, or hold the WR back for one sendmsg with its
  * neighbours.  On loopback and veth a sendmsg also runs the receiver's TCP
  * input in the sender's context, so a burst of small Sends written one by

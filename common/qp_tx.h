@@ -60,6 +60,21 @@ static inline uint8_t *swp_tx_fpdu_hdr(struct swp_tx *tx)
     return swp_tx_space(tx, SWP_MPA_HDR_LEN + SWP_HDR_MAX);
 }
 
+/* RFC 5040 4.3: the RDMAP opcode of each Send work request */
+static inline unsigned swp_tx_send_op(enum siwarp_wr_opcode op)
+{
+    static const unsigned ops[] = {
+        [SIWARP_WR_SEND] = SWP_OP_SEND, [SIWARP_WR_SEND_SE] = SWP_OP_SEND_SE,
+        [SIWARP_WR_SEND_INV] = SWP_OP_SEND_INV, [SIWARP_WR_SEND_SE_INV] = SWP_OP_SEND_SE_INV,
+    };
+    return ops[op];
+}
+
+static inline bool swp_tx_send_inv(enum siwarp_wr_opcode op)
+{
+    return op == SIWARP_WR_SEND_INV || op == SIWARP_WR_SEND_SE_INV;
+}
+
 static inline uint32_t swp_tx_max_payload(struct siwarp_qp *qp, uint32_t hdrlen)
 {
     uint32_t m = qp->nego.mulpdu - hdrlen;

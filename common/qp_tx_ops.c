@@ -49,14 +49,9 @@ static bool tx_segment(struct siwarp_qp *qp, struct swp_swqe *w)
         swp_ddp_build_tagged(h + SWP_MPA_HDR_LEN, SWP_OP_WRITE, last, w->rkey,
                              w->raddr + w->sent);
     } else {
-        static const unsigned ops[] = {
-            [SIWARP_WR_SEND] = SWP_OP_SEND, [SIWARP_WR_SEND_SE] = SWP_OP_SEND_SE,
-            [SIWARP_WR_SEND_INV] = SWP_OP_SEND_INV, [SIWARP_WR_SEND_SE_INV] = SWP_OP_SEND_SE_INV,
-        };
-        bool inv = w->opcode == SIWARP_WR_SEND_INV || w->opcode == SIWARP_WR_SEND_SE_INV;
-        swp_ddp_build_untagged(h + SWP_MPA_HDR_LEN, ops[w->opcode], last, SWP_QN_SEND,
-                               qp->tx_msn[SWP_QN_SEND], (uint32_t)w->sent,
-                               inv ? w->inv_stag : 0);
+        swp_ddp_build_untagged(h + SWP_MPA_HDR_LEN, swp_tx_send_op(w->opcode), last,
+                               SWP_QN_SEND, qp->tx_msn[SWP_QN_SEND], (uint32_t)w->sent,
+                               swp_tx_send_inv(w->opcode) ? w->inv_stag : 0);
     }
     swp_tx_fpdu(qp, h, hdrlen, pl, npl, plen);
     w->sent += plen;

@@ -496,6 +496,8 @@ int  swp_qp_established(struct siwarp_qp *qp);
 void swp_qp_conn_failed(struct siwarp_qp *qp, int err, const char *why);
 void swp_qp_io(struct swp_pollable *p, uint32_t events);
 void swp_sq_retire(struct siwarp_qp *qp);
+void swp_sq_complete_now(struct siwarp_qp *qp, uint64_t wr_id, enum siwarp_wr_opcode op,
+                         uint32_t len);
 int  swp_qp_attach_fd(struct siwarp_qp *qp, int fd, const struct swp_nego *nego);
 void swp_qp_link(struct siwarp_qp *qp);
 void swp_qp_term_received(struct siwarp_qp *qp, uint32_t term);
@@ -504,6 +506,8 @@ void swp_qp_llp_closed(struct siwarp_qp *qp, int err, bool clean);
 /* qp_tx.c */
 int  swp_tx_progress(struct siwarp_qp *qp);    /* 0, -EAGAIN, or fatal error */
 void swp_tx_post(struct siwarp_qp *qp);        /* after a post: send or coalesce */
+/* a lone small Send on an idle QP, framed and written at once: true if taken */
+bool swp_tx_direct_send(struct siwarp_qp *qp, const struct siwarp_send_wr *wr);
 void swp_tx_flush_held(struct siwarp_ctx *ctx); /* progress: send coalesced WRs */
 /* P2P start-up (qp_tx.c): the RTR timer ticks every SWP_RTR_RETRY_MS */
 #define SWP_RTR_RETRY_MS   100

@@ -192,6 +192,10 @@ int siwarp_post_send(struct siwarp_qp *qp, struct siwarp_send_wr *wr,
         return -EINVAL;
     if (qp->ctx->hw) return swp_hw_post_send(qp, wr, bad_wr);
     swp_lock(qp->ctx);
+    if (!wr->next && swp_tx_direct_send(qp, wr)) {
+        swp_unlock(qp->ctx);
+        return 0;
+    }
     for (; wr; wr = wr->next) {
         rc = swp_post_one_send(qp, wr);
         if (rc < 0) {

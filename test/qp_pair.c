@@ -1,9 +1,14 @@
 /*
  * qp_pair.c - see qp_pair.h.
  */
+#include <fcntl.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "qp_pair.h"
@@ -65,4 +70,27 @@ int swp_test_sleeper_join(struct swp_test_sleeper *s)
 {
     pthread_join(s->thread, NULL);
     return s->rc;
+}
+
+void swp_test_tcp_pair(int fd[2])
+{
+    struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t len = sizeof(sin);
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+
+    ASSERT(l >= 0);
+    ASSERT_OK(bind(l, (struct sockaddr *)&sin, sizeof(sin)));
+    ASSERT_OK(listen(l, 1));
+    ASSERT_OK(getsockname(l, (struct sockaddr *)&sin, &len));
+    fd[0] = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT(fd[0] >= 0);
+    ASSERT_OK(connect(fd[0], (struct sockaddr *)&sin, sizeof(sin)));
+    fd[1] = accept(l, NULL, NULL);
+    ASSERT(fd[1] >= 0);
+    close(l);
+    for (int i = 0; i < 2; i++) {
+        int one = 1;
+        ASSERT_OK(fcntl(fd[i], F_SETFL, O_NONBLOCK));
+        ASSERT_OK(setsockopt(fd[i], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)));
+    }
 }

@@ -31,6 +31,11 @@ struct swp_test_pair_opts {
 /* Fails the test case on any error. */
 void swp_test_pair_setup(struct swp_test_pair *p, const struct swp_test_pair_opts *o);
 
+/* A connected TCP pair over loopback, both ends non-blocking with
+ * TCP_NODELAY: for tests that need TCP's short writes (a unix socket
+ * refuses a write whole).  Fails the test case on any error. */
+void swp_test_tcp_pair(int fd[2]);
+
 /* A thread asleep in siwarp_cq_wait(p->cq[1], timeout_ms), as a progress
  * thread would be; start returns once it has had 100 ms to get there, join
  * returns the wait's result. */

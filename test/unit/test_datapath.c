@@ -4,11 +4,7 @@
  * every framing mode, and a raw peer that sends hand-built (and broken)
  * FPDUs and reads the Terminate that must come back.
  */
-#include <fcntl.h>
 #include <poll.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +13,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "qp_pair.h"
 #include "swp.h"
 
 struct pair {
@@ -825,30 +822,6 @@ TEST(tx_coalesce_stream_in_order)
     ASSERT_MEM_EQ(src, dst, N * 4);
 }
 
-/* Two connected non-blocking TCP sockets over 127.0.0.1. */
-static void tcp_loopback_pair(int fd[2])
-{
-    struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    socklen_t len = sizeof(sin);
-    int l = socket(AF_INET, SOCK_STREAM, 0);
-
-    ASSERT(l >= 0);
-    ASSERT_OK(bind(l, (struct sockaddr *)&sin, sizeof(sin)));
-    ASSERT_OK(listen(l, 1));
-    ASSERT_OK(getsockname(l, (struct sockaddr *)&sin, &len));
-    fd[0] = socket(AF_INET, SOCK_STREAM, 0);
-    ASSERT(fd[0] >= 0);
-    ASSERT_OK(connect(fd[0], (struct sockaddr *)&sin, sizeof(sin)));
-    fd[1] = accept(l, NULL, NULL);
-    ASSERT(fd[1] >= 0);
-    for (int i = 0; i < 2; i++) {
-        int one = 1;
-        ASSERT_OK(fcntl(fd[i], F_SETFL, O_NONBLOCK));
-        ASSERT_OK(setsockopt(fd[i], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)));
-    }
-    close(l);
-}
-
 /* A batch of up to 2 KiB is copied into one buffer and written by send()
  * (qp_tx.c: tx_write); the iovecs still describe it, so a short write
  * resumes from them.  200 Sends posted without progress fill a 16 KiB
@@ -866,7 +839,7 @@ TEST(small_batches_written_by_send_survive_short_writes)
     pair_make_qps(&p);
     close(p.fd[0]);
     close(p.fd[1]);
-    tcp_loopback_pair(p.fd);
+    swp_test_tcp_pair(p.fd);
     ASSERT_OK(setsockopt(p.fd[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)));
     ASSERT_OK(setsockopt(p.fd[1], SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)));
     n.initiator = true;

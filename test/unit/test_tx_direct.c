@@ -1,0 +1,400 @@
+/*
+ * test_tx_direct.c - qp_tx.c's direct path: a lone small Send posted on an
+ * idle QP is framed and written at post time, without a WQE.  A raw socket
+ * plays the peer and reads what goes on the wire: every frame is checked
+ * field by field against RFC 5041/5040/5044 (not against the library's own
+ * builders), the completion must be there before any progress call, and
+ * the cases the direct path must leave to the general one (a short write,
+ * a fenced Send behind a Read, a post while earlier work waits) keep the
+ * stream in order.
+ */
+#include <errno.h>
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "qp_pair.h"
+#include "swp.h"
+
+/* qp[0] is ours; raw is the peer's end of the connection */
+struct rig {
+    struct siwarp_ctx *ctx;
+    struct siwarp_pd *pd;
+    struct siwarp_cq *cq;
+    struct siwarp_qp *qp;
+    int raw;
+};
+
+static uint32_t crc32c_bitwise(const uint8_t *p, size_t n)
+{
+    uint32_t crc = ~0u;
+
+    for (size_t i = 0; i < n; i++) {
+        crc ^= p[i];
+        for (int k = 0; k < 8; k++)
+            crc = (crc >> 1) ^ (0x82F63B78u & (0u - (crc & 1)));
+    }
+    return ~crc;
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+    uint32_t v;
+
+    memcpy(&v, p, 4);
+    return ntohl(v);
+}
+
+/* sndbuf > 0: small socket buffers, so that the socket fills */
+static void rig_setup(struct rig *r, bool crc, uint32_t coalesce, int sndbuf)
+{
+    struct siwarp_qp_init_attr a = { 0 };
+    struct swp_nego n;
+    int fd[2];
+
+    ASSERT_OK(siwarp_ctx_create(&r->ctx));
+    ASSERT_OK(siwarp_alloc_pd(r->ctx, &r->pd));
+    ASSERT_OK(siwarp_create_cq(r->ctx, 4096, &r->cq));
+    a.send_cq = a.recv_cq = r->cq;
+    a.max_send_wr = 1024;
+    a.max_recv_wr = 16;
+    a.max_sge = 4;
+    a.max_inline = 256;
+    a.tx_coalesce = coalesce;
+    ASSERT_OK(siwarp_create_qp(r->pd, &a, &r->qp));
+    swp_test_tcp_pair(fd);
+    if (sndbuf) {
+        ASSERT_OK(setsockopt(fd[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)));
+        ASSERT_OK(setsockopt(fd[1], SOL_SOCKET, SO_RCVBUF, &sndbuf, sizeof(sndbuf)));
+    }
+    memset(&n, 0, sizeof(n));
+    n.mpa_rev = 2;
+    n.crc = crc;
+    n.ird = n.ord = 16;
+    n.mulpdu = 65000;
+    n.max_rx_ulpdu = 65535;
+    n.initiator = true;
+    ASSERT_OK(swp_qp_attach_fd(r->qp, fd[0], &n));
+    r->raw = fd[1];
+}
+
+static void rig_teardown(struct rig *r)
+{
+    close(r->raw);
+    siwarp_destroy_qp(r->qp);
+    siwarp_destroy_cq(r->cq);
+    siwarp_dealloc_pd(r->pd);
+    siwarp_ctx_destroy(r->ctx);
+}
+
+/* Read exactly n bytes from the raw end, progressing the QP meanwhile;
+ * fails after ~5 s. */
+static void raw_read(struct rig *r, uint8_t *b, size_t n)
+{
+    size_t got = 0;
+
+    for (int i = 0; got < n && i < 50000; i++) {
+        ssize_t k = recv(r->raw, b + got, n - got, 0);
+        if (k > 0) {
+            got += (size_t)k;
+            continue;
+        }
+        ASSERT(k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+        (void)siwarp_progress(r->ctx);
+        usleep(100);
+    }
+    ASSERT_EQ(got, n);
+}
+
+/* Nothing more on the wire for 50 ms (the QP progressed meanwhile)? */
+static bool raw_quiet(struct rig *r)
+{
+    uint8_t b;
+
+    for (int i = 0; i < 50; i++) {
+        (void)siwarp_progress(r->ctx);
+        if (recv(r->raw, &b, 1, MSG_PEEK) == 1)
+            return false;
+        usleep(1000);
+    }
+    return true;
+}
+
+/* Read one untagged Send FPDU and check it: RFC 5044 4.1 (ULPDU_Length,
+ * pad to a 4-octet boundary, CRC32c of all before it or zero), RFC 5041
+ * 5.1/5.3 (T 0, L 1, DV 1, QN 0, the expected MSN, MO 0), RFC 5040 4.3
+ * (RV 1 and the opcode; Invalidate STag in the ULP field).  Returns the
+ * payload length and copies the payload to pl. */
+static uint32_t raw_read_send(struct rig *r, bool crc, unsigned opcode, uint32_t msn,
+                              uint32_t inv, uint8_t *pl)
+{
+    uint8_t f[4096];
+    uint32_t ulpdu, plen, pad;
+
+    raw_read(r, f, 2);
+    ulpdu = (uint32_t)f[0] << 8 | f[1];
+    ASSERT(ulpdu >= 18 && ulpdu + 2 + 3 + 4 <= sizeof(f));
+    pad = (4 - (ulpdu + 2) % 4) % 4;
+    raw_read(r, f + 2, ulpdu + pad + 4);
+    plen = ulpdu - 18;
+    ASSERT_EQ(f[2], 0x41);                                  /* T 0, L 1, DV 1 */
+    ASSERT_EQ(f[3], 0x40 | opcode);                         /* RV 1 */
+    ASSERT_EQ(get32(f + 4), inv);         /* Invalidate STag */
+    ASSERT_EQ(get32(f + 8), 0);           /* QN 0 */
+    ASSERT_EQ(get32(f + 12), msn);
+    ASSERT_EQ(get32(f + 16), 0);          /* MO 0 */
+    for (uint32_t i = 0; i < pad; i++)
+        ASSERT_EQ(f[2 + ulpdu + i], 0);
+    ASSERT_EQ(swp_mpa_get_crc(f + 2 + ulpdu + pad), crc ? crc32c_bitwise(f, 2 + ulpdu + pad) : 0);
+    memcpy(pl, f + 20, plen);
+    return plen;
+}
+
+static void fill(uint8_t *b, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++)
+        b[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 8));
+}
+
+/* Every Send opcode, 0 B up to the largest the direct path takes, one and
+ * two SGEs, registered and INLINE, CRC on and off: each frame is a single
+ * well-formed FPDU and its completion is in the CQ as post_send returns. */
+static void frames(bool crc)
+{
+    static const uint32_t sizes[] = { 0, 1, 2, 5, 255, 256, 257, 1000, 1999 };
+    static const struct { enum siwarp_wr_opcode wr; unsigned op; } ops[] = {
+        { SIWARP_WR_SEND, 3 }, { SIWARP_WR_SEND_INV, 4 },
+        { SIWARP_WR_SEND_SE, 5 }, { SIWARP_WR_SEND_SE_INV, 6 },
+    };
+    static uint8_t src[2048], got[4096];
+    struct rig r;
+    struct siwarp_mr *mr;
+    uint32_t msn = 1;
+
+    rig_setup(&r, crc, 0, 0);
+    ASSERT_OK(siwarp_reg_mr(r.pd, src, sizeof(src), 0, &mr));
+    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+        for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++) {
+            for (int v = 0; v < 3; v++) {
+                uint32_t sz = sizes[s], a = v == 1 ? sz / 3 : sz;
+                struct siwarp_sge sge[2] = { { src, a, siwarp_mr_stag(mr) },
+                                             { src + a, sz - a, siwarp_mr_stag(mr) } };
+                struct siwarp_send_wr wr = {
+                    .wr_id = msn, .sg_list = sge, .num_sge = v == 1 ? 2 : 1,
+                    .opcode = ops[o].wr, .send_flags = SIWARP_SEND_SIGNALED,
+                    .invalidate_stag = 0x1234500u + msn,
+                };
+                struct siwarp_wc wc;
+                uint32_t inv = ops[o].op == 4 || ops[o].op == 6 ? wr.invalidate_stag : 0;
+
+                if (v == 2) {
+                    if (sz > 256)
+                        continue;
+                    wr.send_flags |= SIWARP_SEND_INLINE;
+                    sge[0].lkey = 0;
+                }
+                fill(src, sz, msn);
+                ASSERT_OK(siwarp_post_send(r.qp, &wr, NULL));
+                /* the completion came with the post: no WQE waited for
+                 * progress.  A Send went whole onto an idle socket. */
+                ASSERT_EQ(siwarp_poll_cq(r.cq, 1, &wc), 1);
+                ASSERT_EQ(wc.wr_id, msn);
+                ASSERT_EQ(wc.status, SIWARP_WC_SUCCESS);
+                ASSERT_EQ(wc.opcode, SIWARP_WC_SEND);
+                ASSERT_EQ(wc.byte_len, sz);
+                if (v == 2)
+                    memset(src, 0xee, sz);  /* INLINE: the buffer is ours again */
+                else
+                    ASSERT_EQ(r.qp->sqr.tail, 0);   /* no WQE was made */
+                ASSERT_EQ(raw_read_send(&r, crc, ops[o].op, msn, inv, got), sz);
+                if (v == 2)
+                    fill(src, sz, msn);
+                ASSERT_MEM_EQ(got, src, sz);
+                msn++;
+            }
+        }
+    }
+    ASSERT(raw_quiet(&r));
+    siwarp_dereg_mr(mr);
+    rig_teardown(&r);
+}
+
+TEST(direct_send_frames_crc) { frames(true); }
+TEST(direct_send_frames_no_crc) { frames(false); }
+
+/* Unsignaled: no completion, the frame all the same. */
+TEST(direct_send_unsignaled_has_no_completion)
+{
+    static uint8_t src[64], got[4096];
+    struct rig r;
+    struct siwarp_mr *mr;
+    struct siwarp_wc wc;
+
+    rig_setup(&r, true, 0, 0);
+    ASSERT_OK(siwarp_reg_mr(r.pd, src, sizeof(src), 0, &mr));
+    fill(src, sizeof(src), 9);
+    struct siwarp_sge sge = { src, sizeof(src), siwarp_mr_stag(mr) };
+    struct siwarp_send_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1,
+                                 .opcode = SIWARP_WR_SEND };
+    ASSERT_OK(siwarp_post_send(r.qp, &wr, NULL));
+    ASSERT_EQ(raw_read_send(&r, true, 3, 1, 0, got), sizeof(src));
+    ASSERT_MEM_EQ(got, src, sizeof(src));
+    ASSERT_EQ(siwarp_poll_cq(r.cq, 1, &wc), 0);
+    siwarp_dereg_mr(mr);
+    rig_teardown(&r);
+}
+
+/* A bad lkey is the general path's error, as before: -EINVAL or whatever
+ * it returns, nothing on the wire, no completion. */
+TEST(direct_send_bad_lkey_is_refused)
+{
+    static uint8_t src[64];
+    struct rig r;
+    struct siwarp_mr *mr;
+    struct siwarp_wc wc;
+    struct siwarp_send_wr *bad = NULL;
+
+    rig_setup(&r, true, 0, 0);
+    ASSERT_OK(siwarp_reg_mr(r.pd, src, sizeof(src), 0, &mr));
+    struct siwarp_sge sge = { src, sizeof(src), siwarp_mr_stag(mr) ^ 0x100 };
+    struct siwarp_send_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1,
+                                 .opcode = SIWARP_WR_SEND, .send_flags = SIWARP_SEND_SIGNALED };
+    ASSERT(siwarp_post_send(r.qp, &wr, &bad) < 0);
+    ASSERT(bad == &wr);
+    ASSERT(raw_quiet(&r));
+    ASSERT_EQ(siwarp_poll_cq(r.cq, 1, &wc), 0);
+    ASSERT_EQ(r.qp->tx_msn[SWP_QN_SEND], 1);
+    siwarp_dereg_mr(mr);
+    rig_teardown(&r);
+}
+
+/* The peer stops reading: Sends go direct until the socket takes one only
+ * in part (or not at all); from then on they queue behind it.  Once the
+ * peer reads, every frame arrives whole and in order, with consecutive
+ * MSNs, and the completions come in posting order. */
+TEST(direct_send_short_write_keeps_order)
+{
+    enum { SZ = 1500, MAXN = 4000, AFTER = 20 };
+    static uint8_t got[4096];
+    uint8_t *src = malloc((size_t)MAXN * SZ);  /* each Send's own: queued ones are read late */
+    struct rig r;
+    struct siwarp_mr *mr;
+    int n = 0, full_at = -1;
+
+    ASSERT(src != NULL);
+    rig_setup(&r, true, 0, 8192);
+    ASSERT_OK(siwarp_reg_mr(r.pd, src, (size_t)MAXN * SZ, 0, &mr));
+    for (; n < MAXN && (full_at < 0 || n < full_at + AFTER); n++) {
+        uint8_t *b = src + (size_t)n * SZ;
+        struct siwarp_sge sge = { b, SZ - (uint32_t)(n % 7), siwarp_mr_stag(mr) };
+        struct siwarp_send_wr wr = { .wr_id = (uint64_t)n, .sg_list = &sge, .num_sge = 1,
+                                     .opcode = SIWARP_WR_SEND,
+                                     .send_flags = SIWARP_SEND_SIGNALED };
+        fill(b, SZ, (unsigned)n);
+        ASSERT_OK(siwarp_post_send(r.qp, &wr, NULL));
+        if (full_at < 0 && r.qp->tx.pending) {
+            full_at = n;
+            /* the short write left a WQE behind, with the frame's rest */
+            ASSERT_EQ(r.qp->sqr.tail - r.qp->sqr.head, 1);
+        }
+    }
+    ASSERT(full_at >= 0);
+    fprintf(stderr, "# socket full at Send %d of %d\n", full_at, n);
+    for (int i = 0; i < n; i++) {
+        uint32_t len = SZ - (uint32_t)(i % 7);
+        ASSERT_EQ(raw_read_send(&r, true, 3, (uint32_t)i + 1, 0, got), len);
+        ASSERT_MEM_EQ(got, src + (size_t)i * SZ, len);
+    }
+    for (int i = 0; i < n; i++) {
+        struct siwarp_wc wc;
+        int k = 0;
+        for (int t = 0; t < 10000 && (k = siwarp_poll_cq(r.cq, 1, &wc)) == 0; t++)
+            (void)siwarp_progress(r.ctx);
+        ASSERT_EQ(k, 1);
+        ASSERT_EQ(wc.wr_id, (uint64_t)i);
+        ASSERT_EQ(wc.status, SIWARP_WC_SUCCESS);
+    }
+    ASSERT(raw_quiet(&r));
+    siwarp_dereg_mr(mr);
+    rig_teardown(&r);
+    free(src);
+}
+
+/* RFC 5040 6.4 / verbs: a fenced Send waits for the Read before it.  The
+ * peer never answers the Read Request, so the Send must stay off the wire
+ * however idle the socket is; an unfenced one goes (behind it in the SQ). */
+TEST(direct_send_fenced_waits_for_read)
+{
+    static uint8_t src[64], sink[64], hdr[2 + 46 + 4];
+    struct rig r;
+    struct siwarp_mr *ms, *mk;
+    struct siwarp_wc wc;
+
+    rig_setup(&r, true, 0, 0);
+    ASSERT_OK(siwarp_reg_mr(r.pd, src, sizeof(src), 0, &ms));
+    ASSERT_OK(siwarp_reg_mr(r.pd, sink, sizeof(sink), SIWARP_ACCESS_LOCAL_WRITE, &mk));
+    struct siwarp_sge rs = { sink, sizeof(sink), siwarp_mr_stag(mk) };
+    struct siwarp_send_wr rd = { .wr_id = 1, .sg_list = &rs, .num_sge = 1,
+                                 .opcode = SIWARP_WR_READ, .send_flags = SIWARP_SEND_SIGNALED,
+                                 .rdma = { 0x1000, 0x4242 } };
+    ASSERT_OK(siwarp_post_send(r.qp, &rd, NULL));
+    /* the Read Request: 18 octets of untagged header and 28 of request */
+    raw_read(&r, hdr, sizeof(hdr));
+    ASSERT_EQ(hdr[1], 46);
+    ASSERT_EQ(hdr[3], 0x40 | 1);                            /* Read Request */
+    struct siwarp_sge ss = { src, sizeof(src), siwarp_mr_stag(ms) };
+    struct siwarp_send_wr sw = { .wr_id = 2, .sg_list = &ss, .num_sge = 1,
+                                 .opcode = SIWARP_WR_SEND,
+                                 .send_flags = SIWARP_SEND_SIGNALED | SIWARP_SEND_FENCE };
+    ASSERT_OK(siwarp_post_send(r.qp, &sw, NULL));
+    ASSERT(raw_quiet(&r));
+    ASSERT_EQ(siwarp_poll_cq(r.cq, 1, &wc), 0);
+    siwarp_dereg_mr(ms);
+    siwarp_dereg_mr(mk);
+    rig_teardown(&r);
+}
+
+/* With coalescing on, the first post goes direct and later ones before
+ * progress are held (qp_tx.c: swp_tx_post); a held WR is queued work, so a
+ * post after it must not overtake it: the wire carries them in order. */
+TEST(direct_send_never_overtakes_held_work)
+{
+    static uint8_t src[4][32], got[4096];
+    struct rig r;
+    struct siwarp_mr *mr;
+    struct siwarp_wc wc;
+
+    rig_setup(&r, true, 2, 0);
+    ASSERT_OK(siwarp_reg_mr(r.pd, src, sizeof(src), 0, &mr));
+    for (int i = 0; i < 4; i++) {
+        struct siwarp_sge sge = { src[i], sizeof(src[i]), siwarp_mr_stag(mr) };
+        struct siwarp_send_wr wr = { .wr_id = (uint64_t)i, .sg_list = &sge, .num_sge = 1,
+                                     .opcode = SIWARP_WR_SEND,
+                                     .send_flags = SIWARP_SEND_SIGNALED };
+        fill(src[i], sizeof(src[i]), 100u + (unsigned)i);
+        ASSERT_OK(siwarp_post_send(r.qp, &wr, NULL));
+        if (i == 0) {
+            ASSERT_EQ(siwarp_poll_cq(r.cq, 1, &wc), 1);     /* went direct */
+            ASSERT_EQ(wc.wr_id, 0);
+        }
+    }
+    for (int i = 0; i < 4; i++) {
+        ASSERT_EQ(raw_read_send(&r, true, 3, (uint32_t)i + 1, 0, got), sizeof(src[i]));
+        ASSERT_MEM_EQ(got, src[i], sizeof(src[i]));
+    }
+    for (int i = 1; i < 4; i++) {
+        int k = 0;
+        for (int t = 0; t < 10000 && (k = siwarp_poll_cq(r.cq, 1, &wc)) == 0; t++)
+            (void)siwarp_progress(r.ctx);
+        ASSERT_EQ(k, 1);
+        ASSERT_EQ(wc.wr_id, (uint64_t)i);
+    }
+    siwarp_dereg_mr(mr);
+    rig_teardown(&r);
+}
+
+SWP_TEST_MAIN()
