@@ -16,17 +16,22 @@
 
 /* ---- byte-order helpers (unaligned safe) -------------------------------- */
 
+/* Network order through memcpy and htonl/ntohl: one load or store and a
+ * bswap each.  Spelled byte by byte, GCC merged the five fields of an
+ * untagged header into a 64-bit shift-and-or chain (~90 instructions to
+ * build 18 octets, on every Send). */
 static inline uint16_t swp_get16(const void *p)
 {
-    const uint8_t *b = p;
-    return (uint16_t)((b[0] << 8) | b[1]);
+    uint16_t v;
+    memcpy(&v, p, sizeof(v));
+    return ntohs(v);
 }
 
 static inline uint32_t swp_get32(const void *p)
 {
-    const uint8_t *b = p;
-    return ((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) |
-           ((uint32_t)b[2] << 8) | (uint32_t)b[3];
+    uint32_t v;
+    memcpy(&v, p, sizeof(v));
+    return ntohl(v);
 }
 
 static inline uint64_t swp_get64(const void *p)
@@ -37,18 +42,14 @@ static inline uint64_t swp_get64(const void *p)
 
 static inline void swp_put16(void *p, uint16_t v)
 {
-    uint8_t *b = p;
-    b[0] = (uint8_t)(v >> 8);
-    b[1] = (uint8_t)v;
+    v = htons(v);
+    memcpy(p, &v, sizeof(v));
 }
 
 static inline void swp_put32(void *p, uint32_t v)
 {
-    uint8_t *b = p;
-    b[0] = (uint8_t)(v >> 24);
-    b[1] = (uint8_t)(v >> 16);
-    b[2] = (uint8_t)(v >> 8);
-    b[3] = (uint8_t)v;
+    v = htonl(v);
+    memcpy(p, &v, sizeof(v));
 }
 
 static inline void swp_put64(void *p, uint64_t v)
