@@ -4,6 +4,8 @@
 noinst_LTLIBRARIES += common/libswpcore.la
 common_libswpcore_la_SOURCES = \
 	common/crc32c.c \
+	common/crc32c.h \
+	common/crc32c_x86.c \
 	common/mpa.c \
 	common/ddp.c \
 	common/rdmap.c \

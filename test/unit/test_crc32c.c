@@ -114,7 +114,7 @@ static bool cpu_any(void)
     return true;
 }
 
-/* best first, as crc32c.c orders them */
+/* best first, as crc32c.c and crc32c_x86.c order them */
 static const struct engine engines[] = {
     { "hybrid",   "hybrid",   "sse4.2 pclmul avx2 avx512f avx512vl vpclmulqdq", cpu_vpclmul },
     { "vpclmul",  "vpclmul",  "sse4.2 pclmul avx2 avx512f avx512vl vpclmulqdq", cpu_vpclmul },
