@@ -33,7 +33,10 @@ static void unfill_credits(mca_btl_siwarp_endpoint_t *ep, const mca_btl_siwarp_h
     ep->owed_ctrl += ntohs(hdr->ctrl_credits);
 }
 
-/* Post one frag on the QP.  OPAL_ERR_RESOURCE_BUSY: no credit / SQ slot. */
+/* Post one frag on the QP.  OPAL_ERR_RESOURCE_BUSY: no credit / SQ slot.
+ * 1: a Send that completed within the post (libsiwarp wrote it whole to an
+ * idle socket, SIWARP_SEND_COMPLETE_AT_POST): it took no SQ slot and no
+ * completion will come; the caller completes the frag (send_done_now). */
 SWP_HOT
 static int iwarp_post(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag)
 {
@@ -62,6 +65,7 @@ static int iwarp_post(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag
         sge.length = (uint32_t) (sizeof(mca_btl_siwarp_hdr_t) + frag->segments[0].seg_len);
         sge.lkey = frag->lkey;
         wr.opcode = SIWARP_WR_SEND;
+        wr.send_flags |= SIWARP_SEND_COMPLETE_AT_POST;
         if (2 == frag->base.des_segment_count) {
             /* in place (prepare_src): headers here, data in the user's memory */
             sgl[0] = sge;
@@ -105,10 +109,29 @@ static int iwarp_post(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag
     if (MCA_BTL_SIWARP_FRAG_SEND == frag->type) {
         ep->send_credits--;
     }
+    ep->had_traffic = 1;
+    if (1 == rc) {
+        return 1;
+    }
     ep->sq_free--;
     ep->outstanding++;
-    ep->had_traffic = 1;
     return OPAL_SUCCESS;
+}
+
+/* A Send frag that completed within its post (iwarp_post returned 1).  To
+ * btl_send's caller the 1 says so (BTL API: no callback then, unless the
+ * descriptor asks for one always); the frag goes back if the BTL owns it. */
+static int send_done_now(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag)
+{
+    int flags = frag->base.des_flags;
+
+    if ((flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK) && frag->base.des_cbfunc) {
+        frag->base.des_cbfunc(&ep->module->super, ep, &frag->base, OPAL_SUCCESS);
+    }
+    if (flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) {
+        mca_btl_siwarp_frag_return(frag);
+    }
+    return 1;
 }
 
 /* Explicit credit return, when the peer may be starving and we have no
@@ -187,6 +210,11 @@ void mca_btl_siwarp_ep_progress_pending(mca_btl_siwarp_endpoint_t *ep)
                 break;
             }
             opal_list_remove_first(&ep->pending);
+            if (1 == rc) {
+                /* queued earlier, so btl_send said 0: the callback is due */
+                mca_btl_siwarp_frag_complete(ep->module, frag, OPAL_SUCCESS);
+                continue;
+            }
         }
         if (OPAL_SUCCESS != rc) {
             mca_btl_siwarp_frag_complete(ep->module, frag, rc);
@@ -234,12 +262,17 @@ int mca_btl_siwarp_ep_submit(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_
         opal_list_append(&ep->pending, &frag->base.super.super);
         return OPAL_SUCCESS;
     }
+    if (1 == rc) {
+        return send_done_now(ep, frag);
+    }
     return rc;
 }
 
 SWP_HOT
 int mca_btl_siwarp_ep_try_send_now(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag)
 {
+    int rc;
+
     if (MCA_BTL_SIWARP_EP_CONNECTED != ep->state || !opal_list_is_empty(&ep->pending)) {
         return OPAL_ERR_RESOURCE_BUSY;
     }
@@ -247,7 +280,8 @@ int mca_btl_siwarp_ep_try_send_now(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp
     if (MCA_BTL_SIWARP_TR_TCP == ep->transport) {
         return mca_btl_siwarp_tcp_submit(ep, frag);
     }
-    return iwarp_post(ep, frag);
+    rc = iwarp_post(ep, frag);
+    return 1 == rc ? send_done_now(ep, frag) : rc;
 }
 
 /* ---- completions ------------------------------------------------------------- */

@@ -122,9 +122,12 @@ mca_btl_siwarp_endpoint_t *mca_btl_siwarp_ep_lookup(mca_btl_siwarp_module_t *m,
                                                     int create);
 void mca_btl_siwarp_ep_release(mca_btl_siwarp_endpoint_t *ep);
 void mca_btl_siwarp_ep_set_state(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_ep_state_t s);
-/* Queue or start a send / put / get frag; returns OPAL_SUCCESS or error. */
+/* Queue or start a send / put / get frag; returns OPAL_SUCCESS, an error,
+ * or 1 for a Send that completed at once (btl_send's meaning of 1: the
+ * frag is done, returned if the BTL owns it, no callback unless always). */
 int  mca_btl_siwarp_ep_submit(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag);
-/* Try to post a send right now; OPAL_ERR_RESOURCE_BUSY if it would queue. */
+/* Try to post a send right now; OPAL_ERR_RESOURCE_BUSY if it would queue,
+ * 1 as mca_btl_siwarp_ep_submit. */
 int  mca_btl_siwarp_ep_try_send_now(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag);
 void mca_btl_siwarp_ep_progress_pending(mca_btl_siwarp_endpoint_t *ep);
 /* First use of a CLOSED endpoint: connect over iWARP, or the fallback. */

@@ -103,7 +103,8 @@ void mca_btl_siwarp_frag_complete(mca_btl_siwarp_module_t *m, mca_btl_siwarp_fra
     switch (frag->type) {
     case MCA_BTL_SIWARP_FRAG_SEND: {
         int owned = frag->base.des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP;
-        /* btl_send always returns 0 (queued), so the callback always runs */
+        /* completing here, btl_send returned 0 (queued): the callback
+         * runs (a Send complete at once took send_done_now instead) */
         if (frag->base.des_cbfunc) {
             frag->base.des_cbfunc(&m->super, frag->endpoint, &frag->base, status);
         }

@@ -306,15 +306,15 @@ static int siwarp_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
     frag->tag = tag;
     rc = mca_btl_siwarp_ep_try_send_now(ep, frag);
     OPAL_THREAD_UNLOCK(&m->lock);
-    if (OPAL_SUCCESS == rc) {
-        return OPAL_SUCCESS;
+    if (rc >= 0) {
+        return OPAL_SUCCESS;    /* 1: complete already, the frag returned */
     }
     /* the payload was packed already: the convertor has advanced, so the
      * frag must go out as it is - queue it */
     OPAL_THREAD_LOCK(&m->lock);
     rc = mca_btl_siwarp_ep_submit(ep, frag);
     OPAL_THREAD_UNLOCK(&m->lock);
-    return rc;
+    return rc > 0 ? OPAL_SUCCESS : rc;
 
 busy:
     if (descriptor) {

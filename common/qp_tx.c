@@ -357,9 +357,11 @@ static bool tx_idle(const struct siwarp_qp *qp)
  * general path decides, errors included).  If the socket takes less than
  * the whole frame, the rest becomes the engine's pending batch behind a
  * WQE that completes once it is written, as any other.
+ * Returns 0 (not taken), 1 (taken; its completion is queued or due), or 2
+ * (taken and complete, no completion queued: SIWARP_SEND_COMPLETE_AT_POST).
  */
 SWP_HOT
-bool swp_tx_direct_send(struct siwarp_qp *qp, const struct siwarp_send_wr *wr)
+int swp_tx_direct_send(struct siwarp_qp *qp, const struct siwarp_send_wr *wr)
 {
     struct swp_tx *tx = &qp->tx;
     struct siwarp_ctx *ctx = qp->ctx;
@@ -370,25 +372,25 @@ bool swp_tx_direct_send(struct siwarp_qp *qp, const struct siwarp_send_wr *wr)
 
     if (wr->opcode > SIWARP_WR_SEND_SE_INV || wr->num_sge < 0 ||
         (uint32_t)wr->num_sge > qp->init.max_sge || (wr->num_sge && !wr->sg_list) || !tx_idle(qp))
-        return false;
+        return 0;
     /* RFC 5040 6.4 / verbs: a fenced Send waits for the Reads before it.
      * A posted Read keeps its WQE in the SQ (not idle) until answered; the
      * P2P RTR's Read (RFC 6581 6) sits in the ORQ without one. */
     if ((wr->send_flags & SIWARP_SEND_FENCE) && swp_ring_count(&qp->orqr))
-        return false;
+        return 0;
     /* a second post before progress ran: swp_tx_post may hold it back */
     if (qp->init.tx_coalesce && qp->tx_epoch == ctx->epoch)
-        return false;
+        return 0;
     for (int i = 0; i < wr->num_sge; i++)
         len += wr->sg_list[i].length;
     if (len > SWP_TX_DIRECT_MAX || len > swp_tx_max_payload(qp, SWP_HDR_UNTAGGED) ||
         ((wr->send_flags & SIWARP_SEND_INLINE) && len > qp->init.max_inline))
-        return false;
+        return 0;
     if (!(wr->send_flags & (SIWARP_SEND_INLINE | SIWARP_SEND_UNREGISTERED))) {
         for (int i = 0; i < wr->num_sge; i++)
             if (wr->sg_list[i].length &&
                 swp_mem_check_local(ctx, qp->pd, &wr->sg_list[i], 0) < 0)
-                return false;
+                return 0;
     }
 
     ulpdu = SWP_HDR_UNTAGGED + (uint32_t)len;
@@ -434,9 +436,11 @@ bool swp_tx_direct_send(struct siwarp_qp *qp, const struct siwarp_send_wr *wr)
     } while (n < 0 && errno == EINTR);
     if (n == (ssize_t)total) {
         tx->written += total;
+        if (wr->send_flags & SIWARP_SEND_COMPLETE_AT_POST)
+            return 2;
         if ((wr->send_flags & SIWARP_SEND_SIGNALED) || qp->init.sq_sig_all)
             swp_sq_complete_now(qp, wr->wr_id, wr->opcode, (uint32_t)len);
-        return true;
+        return 1;
     }
 
     /* Part of the frame or none of it went: the rest is the pending batch
@@ -465,7 +469,7 @@ bool swp_tx_direct_send(struct siwarp_qp *qp, const struct siwarp_send_wr *wr)
     tx->pending = total - (uint64_t)n;
     tx->hdrs_used = total;
     swp_tx_progress(qp);
-    return true;
+    return 1;
 }
 
 /* After a post: write now, or hold the WR back for one sendmsg with its

@@ -506,8 +506,9 @@ void swp_qp_llp_closed(struct siwarp_qp *qp, int err, bool clean);
 /* qp_tx.c */
 int  swp_tx_progress(struct siwarp_qp *qp);    /* 0, -EAGAIN, or fatal error */
 void swp_tx_post(struct siwarp_qp *qp);        /* after a post: send or coalesce */
-/* a lone small Send on an idle QP, framed and written at once: true if taken */
-bool swp_tx_direct_send(struct siwarp_qp *qp, const struct siwarp_send_wr *wr);
+/* a lone small Send on an idle QP, framed and written at once: 0 not
+ * taken, 1 taken, 2 taken and complete (SIWARP_SEND_COMPLETE_AT_POST) */
+int  swp_tx_direct_send(struct siwarp_qp *qp, const struct siwarp_send_wr *wr);
 void swp_tx_flush_held(struct siwarp_ctx *ctx); /* progress: send coalesced WRs */
 /* P2P start-up (qp_tx.c): the RTR timer ticks every SWP_RTR_RETRY_MS */
 #define SWP_RTR_RETRY_MS   100

@@ -192,9 +192,9 @@ int siwarp_post_send(struct siwarp_qp *qp, struct siwarp_send_wr *wr,
         return -EINVAL;
     if (qp->ctx->hw) return swp_hw_post_send(qp, wr, bad_wr);
     swp_lock(qp->ctx);
-    if (!wr->next && swp_tx_direct_send(qp, wr)) {
+    if (!wr->next && (rc = swp_tx_direct_send(qp, wr)) > 0) {
         swp_unlock(qp->ctx);
-        return 0;
+        return rc == 2 ? 1 : 0;
     }
     for (; wr; wr = wr->next) {
         rc = swp_post_one_send(qp, wr);

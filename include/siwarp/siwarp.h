@@ -238,6 +238,13 @@ enum siwarp_send_flags {
      * completes.  Software backend only (-EOPNOTSUPP on a verbs device,
      * where the RNIC reads memory by itself). */
     SIWARP_SEND_UNREGISTERED = 1 << 3,
+    /* If the WR completes before siwarp_post_send returns -- a small Send
+     * on an idle QP goes to the socket whole, the payload copied -- no
+     * completion is queued for it, signaled or not, and siwarp_post_send
+     * returns 1 instead of 0: the caller completes it there and then (as
+     * an Open MPI BTL's btl_send returning 1).  Otherwise the WR completes
+     * as usual.  A verbs device never completes at post (returns 0). */
+    SIWARP_SEND_COMPLETE_AT_POST = 1 << 4,
 };
 
 struct siwarp_send_wr {
@@ -357,7 +364,9 @@ void  siwarp_qp_set_context(struct siwarp_qp *qp, void *user);
 /* Work is queued when it cannot go out at once (socket full, Reads beyond
  * the negotiated ORD, a fence, a P2P RTR pending); -ENOMEM only when the
  * send queue (max_send_wr) is full.  Posting before the QP is connected is
- * allowed: receives should be posted before connect/accept. */
+ * allowed: receives should be posted before connect/accept.  Returns 0, 1
+ * for a lone WR flagged SIWARP_SEND_COMPLETE_AT_POST that completed within
+ * the call, or a negative errno. */
 int  siwarp_post_send(struct siwarp_qp *qp, struct siwarp_send_wr *wr,
                       struct siwarp_send_wr **bad_wr);
 int  siwarp_post_recv(struct siwarp_qp *qp, struct siwarp_recv_wr *wr,

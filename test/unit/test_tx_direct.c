@@ -324,6 +324,68 @@ TEST(direct_send_short_write_keeps_order)
     free(src);
 }
 
+/* SIWARP_SEND_COMPLETE_AT_POST: a Send that goes whole onto an idle socket
+ * makes siwarp_post_send return 1 and queues no completion, signaled or
+ * not; once the socket is full, flagged Sends return 0 and complete
+ * through the CQ as any other, in posting order. */
+TEST(complete_at_post_returns_one_and_queues_nothing)
+{
+    enum { SZ = 1000, MAXN = 4000 };
+    static uint8_t got[4096];
+    uint8_t *src = malloc((size_t)MAXN * SZ);
+    struct rig r;
+    struct siwarp_mr *mr;
+    struct siwarp_wc wc;
+    int n = 0, at_post = 0, queued = 0;
+    uint64_t first_queued = 0;
+
+    ASSERT(src != NULL);
+    rig_setup(&r, true, 0, 8192);
+    ASSERT_OK(siwarp_reg_mr(r.pd, src, (size_t)MAXN * SZ, 0, &mr));
+    for (; n < MAXN && queued < 10; n++) {
+        uint8_t *b = src + (size_t)n * SZ;
+        struct siwarp_sge sge = { b, SZ, siwarp_mr_stag(mr) };
+        struct siwarp_send_wr wr = { .wr_id = (uint64_t)n, .sg_list = &sge, .num_sge = 1,
+                                     .opcode = SIWARP_WR_SEND,
+                                     .send_flags = SIWARP_SEND_SIGNALED |
+                                                   SIWARP_SEND_COMPLETE_AT_POST };
+        int rc;
+
+        fill(b, SZ, (unsigned)n);
+        rc = siwarp_post_send(r.qp, &wr, NULL);
+        ASSERT(rc == 0 || rc == 1);
+        if (rc == 1) {
+            ASSERT_EQ(queued, 0);           /* none at post once one queued */
+            at_post++;
+        } else if (queued++ == 0) {
+            first_queued = (uint64_t)n;
+        }
+        if (n == 0) {
+            ASSERT_EQ(rc, 1);               /* an idle QP */
+            ASSERT_EQ(siwarp_poll_cq(r.cq, 1, &wc), 0);
+        }
+    }
+    ASSERT(at_post > 0 && queued == 10);
+    fprintf(stderr, "# %d Sends complete at post, then %d queued\n", at_post, queued);
+    for (int i = 0; i < n; i++) {
+        ASSERT_EQ(raw_read_send(&r, true, 3, (uint32_t)i + 1, 0, got), SZ);
+        ASSERT_MEM_EQ(got, src + (size_t)i * SZ, SZ);
+    }
+    for (int i = 0; i < queued; i++) {
+        int k = 0;
+        for (int t = 0; t < 10000 && (k = siwarp_poll_cq(r.cq, 1, &wc)) == 0; t++)
+            (void)siwarp_progress(r.ctx);
+        ASSERT_EQ(k, 1);
+        ASSERT_EQ(wc.wr_id, first_queued + (uint64_t)i);
+        ASSERT_EQ(wc.status, SIWARP_WC_SUCCESS);
+    }
+    ASSERT(raw_quiet(&r));
+    ASSERT_EQ(siwarp_poll_cq(r.cq, 1, &wc), 0);
+    siwarp_dereg_mr(mr);
+    rig_teardown(&r);
+    free(src);
+}
+
 /* RFC 5040 6.4 / verbs: a fenced Send waits for the Read before it.  The
  * peer never answers the Read Request, so the Send must stay off the wire
  * however idle the socket is; an unfenced one goes (behind it in the SQ). */
