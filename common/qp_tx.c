@@ -352,7 +352,7 @@ static bool tx_idle(const struct siwarp_qp *qp)
  * frames it, the write loop retires it) ran ~1,500 instructions from
  * siwarp_post_send to send() here.  The frame is the one the general path
  * builds: one untagged FPDU, Last set, QN 0, the next MSN, MO 0 (RFC 5041
- * 5.1-5.3), pad and CRC (RFC 5044 4.1-4.4).  Returns false, having changed
+ * 5.1-5.3), pad and CRC (RFC 5044 4.1-4.4).  Returns 0, having changed
  * nothing, when the WR is not such a Send or anything is waiting (then the
  * general path decides, errors included).  If the socket takes less than
  * the whole frame, the rest becomes the engine's pending batch behind a
@@ -406,7 +406,8 @@ int swp_tx_direct_send(struct siwarp_qp *qp, const struct siwarp_send_wr *wr)
     if (qp->nego.crc && len > SWP_TX_COPY_MAX) {
         crc = swp_crc32c(0, f, (size_t)(c - f));
         for (int i = 0; i < wr->num_sge; i++) {
-            crc = swp_crc32c_copy(crc, c, wr->sg_list[i].addr, wr->sg_list[i].length);
+            if (wr->sg_list[i].length)
+                crc = swp_crc32c_copy(crc, c, wr->sg_list[i].addr, wr->sg_list[i].length);
             c += wr->sg_list[i].length;
         }
         memset(c, 0, swp_mpa_pad(ulpdu));
