@@ -133,6 +133,13 @@ static int run_recv(const struct opts *o)
     printf("listening port=%u\n", o->port);
     fflush(stdout);
     for (int i = 0; i < o->streams; i++) {
+        struct pollfd lp = { .fd = ls, .events = POLLIN };
+        /* bounded: a sender that never comes must not leave us waiting */
+        if (poll(&lp, 1, 10000) <= 0) {
+            fprintf(stderr, "tcp-streams recv: %d of %d connections after 10 s, giving up\n",
+                    i, o->streams);
+            return 1;
+        }
         pfd[i].fd = accept(ls, NULL, NULL);
         if (pfd[i].fd < 0) {
             perror("tcp-streams recv: accept");
