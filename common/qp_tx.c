@@ -322,8 +322,8 @@ int swp_tx_progress(struct siwarp_qp *qp)
             free(tx->tail);
             tx->tail = NULL;
         }
-        if (tx->pending == 0 && swp_tx_batch_cap(tx) < SWP_TX_BATCH)
-            tx->ramp++;
+        if (tx->pending == 0)
+            swp_tx_batch_written(tx);
         while (qp->irq_wr != qp->irqr.head &&
                qp->irq[qp->irq_wr & qp->irqr.mask].done_at <= tx->written)
             qp->irq_wr++;

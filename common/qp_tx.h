@@ -32,11 +32,21 @@ static inline uint8_t *swp_tx_space(struct swp_tx *tx, uint32_t n)
  * its first byte: a ping-pong of 1 MiB took 30 us longer with CRC than
  * without.  Small first batches put the first bytes on the wire at once
  * and later CRCs run while the peer reads; a stream that stays busy soon
- * gathers SWP_TX_BATCH again, as sendmsg calls cost.
+ * gathers SWP_TX_BATCH again, as sendmsg calls cost, and no more, so that
+ * the bytes a CRC pass brought into the cache are still there when the
+ * kernel copies them.
  */
 static inline uint64_t swp_tx_batch_cap(const struct swp_tx *tx)
 {
     return (uint64_t)SWP_TX_BATCH_FIRST << tx->ramp;
+}
+
+/* A whole batch was written: the next may be twice as large, up to
+ * SWP_TX_BATCH. */
+static inline void swp_tx_batch_written(struct swp_tx *tx)
+{
+    if (swp_tx_batch_cap(tx) < SWP_TX_BATCH)
+        tx->ramp++;
 }
 
 /* Is there room for one more FPDU with this payload and this many pieces? */

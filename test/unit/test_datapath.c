@@ -14,6 +14,7 @@
 
 #include "harness.h"
 #include "qp_pair.h"
+#include "qp_tx.h"
 #include "swp.h"
 
 struct pair {
@@ -378,6 +379,24 @@ TEST(first_batch_after_idle_is_small)
     ASSERT_EQ(tx->ramp, 0);
     free(s);
     free(r);
+}
+
+/* Each batch written whole lets the next double (qp_tx.h:
+ * swp_tx_batch_written), from SWP_TX_BATCH_FIRST up to SWP_TX_BATCH and no
+ * further: a batch past the L2 cache has its CRC'd bytes read twice from
+ * memory. */
+TEST(batch_doubles_up_to_cap)
+{
+    struct swp_tx tx;
+    uint64_t want = SWP_TX_BATCH_FIRST;
+
+    memset(&tx, 0, sizeof(tx));
+    for (int i = 0; i < 40; i++) {
+        ASSERT_EQ(swp_tx_batch_cap(&tx), want);
+        swp_tx_batch_written(&tx);
+        want = want * 2 > SWP_TX_BATCH ? SWP_TX_BATCH : want * 2;
+    }
+    ASSERT_EQ(swp_tx_batch_cap(&tx), (uint64_t)SWP_TX_BATCH);
 }
 
 TEST(write_all_sizes_crc) { run_rdma(nego_default(true, false), false); }
