@@ -256,7 +256,7 @@ struct swp_nego {
  * (loopback and veth), 1 MiB unchanged (contrib/PERFORMANCE.md). */
 #define SWP_TX_BATCH (1u << 20)
 #define SWP_TX_BATCH_FIRST 262144u   /* ... in the first batch after the stream
-                                        was idle (qp_tx.c tx_batch_cap) */
+                                        was idle (qp_tx.h swp_tx_batch_cap) */
 
 struct swp_tx {
     /* iov and hdrs: 24 KiB in the QP's block (qp.c swp_qp_alloc), not
