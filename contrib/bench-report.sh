@@ -208,16 +208,34 @@ report_bwpair() {
     done
 }
 
+# crc_pairs: "MEDIAN MIN MAX N" of the CRC rounds' on/off ratios at 1 MiB
+# (each round ran both within a second or two; nothing when no round has both)
+crc_pairs() {
+    r=0
+    while [ -f "$tmp/out.crc-siwarp.$r" ] && [ -f "$tmp/out.crc-siwarp-nocrc.$r" ]; do
+        awk '$1 == "bw" && $2 == 1048576 { v[FILENAME == ARGV[1]] = $3 }
+             END { if ((1 in v) && (0 in v) && v[0] > 0) printf "%.4f\n", v[1] / v[0] }' \
+            "$tmp/out.crc-siwarp.$r" "$tmp/out.crc-siwarp-nocrc.$r"
+        r=$((r + 1))
+    done | sort -g | awk '{ v[++n] = $1 }
+        END { if (n) printf "%.2f %.2f %.2f %d\n",
+                  (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2, v[1], v[n], n }'
+}
+
 report_crc() {
     [ -f "$tmp/med.crc-siwarp" ] || return 0
     on=$(val crc-siwarp bw 1048576)
     off=$(val crc-siwarp-nocrc bw 1048576)
+    # shellcheck disable=SC2046
+    set -- $(crc_pairs)
     echo
     echo "### CRC32c: siwarp against \`--mca btl_siwarp_crc 0\`"
     echo
-    echo "| | CRC on (default) | CRC off | on/off |"
-    echo "|---|---:|---:|---:|"
-    echo "| bandwidth 1 MiB (MB/s) | $(fmt "$on" mb) | $(fmt "$off" mb) | $(ratio "$on" "$off") |"
+    echo "Bandwidth at 1 MiB (\`mpi-bench -t bw\`), CRC on and off alternating, ${4:-0} rounds: the medians of each, and the median and range of the rounds' own on/off ratios (each round's two runs lie seconds apart; the host's speed moves by more than 5% between rounds)."
+    echo
+    echo "| | CRC on (default) | CRC off | on/off, medians | on/off, paired rounds |"
+    echo "|---|---:|---:|---:|---:|"
+    echo "| bandwidth 1 MiB (MB/s) | $(fmt "$on" mb) | $(fmt "$off" mb) | $(ratio "$on" "$off") | ${1:-–}${2:+ ($2-$3)} |"
 }
 
 report_conn() {
@@ -332,7 +350,15 @@ report_goals() {
     goal_row "CPU s per GB at 4 MiB vs btl tcp" "≤ 0.8" lo "$(worst bwcpu 4194304 4194304 lo tcp)"
     r=$(ratio "$(val crc-siwarp bw 1048576)" "$(val crc-siwarp-nocrc bw 1048576)")
     [ "$r" = "–" ] && r=""
-    goal_row "bandwidth 1 MiB, CRC on vs off (cost ≤ 5%)" "≥ 0.95" hi "${r:+$r 1048576}"
+    c=$(crc_pairs)
+    if [ -n "$c" ]; then
+        # shellcheck disable=SC2086
+        set -- $c
+        goal_row "bandwidth 1 MiB, CRC on vs off (cost ≤ 5%; median of the paired rounds)" \
+            "≥ 0.95" hi "$1 1048576" "rounds $2-$3, medians ${r:-–}"
+    else
+        goal_row "bandwidth 1 MiB, CRC on vs off (cost ≤ 5%)" "≥ 0.95" hi "${r:+$r 1048576}"
+    fi
     m=$(val conn-siwarp mempeer 8); mb=$(val conn-siwarp mempeer 4194304)
     if [ -n "$m" ]; then
         mm=$(awk -v a="$m" -v b="${mb:-0}" 'BEGIN { printf "%.0f", (a > b ? a : b) }')
