@@ -43,7 +43,9 @@
 # one), REPS rounds, medians.  Ratios are siwarp/other: latency, CPU and
 # times below 1 and bandwidth and rate above 1 favour siwarp.  The last
 # section is the goal table: each goal of issue 6, the measured ratio (the
-# worst over the size range where the goal says "every size"), met or not.
+# worst over the size range where the goal says "every size"), met or not,
+# judged on the unrounded ratio (shown to three decimals); a median of an
+# even number of rounds takes the worse of the two middle ones.
 #
 #   contrib/bench-mpi.sh [--quick] [--reps N] [--netns] [--max BYTES] [--min BYTES]
 #                        [--iters N] [--factor F] [--bind core|none]
