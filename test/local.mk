@@ -73,3 +73,5 @@ test_unit_test_idle_wait_SOURCES = test/unit/test_idle_wait.c
 check_PROGRAMS += test/unit/test_tcp_cc
 TESTS += test/unit/test_tcp_cc
 test_unit_test_tcp_cc_SOURCES = test/unit/test_tcp_cc.c
+TESTS += test/unit/test_bench_report.sh
+EXTRA_DIST += test/unit/test_bench_report.sh

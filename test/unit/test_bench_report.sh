@@ -1,0 +1,66 @@
+#!/bin/sh
+# test_bench_report.sh - how contrib/bench-report.sh judges the goals of
+# issue 6, on made-up figures: a goal is met only by the exact ratio (a
+# ratio of 0.8546 must not pass "<= 0.85" because it prints as 0.85), the
+# median of an even number of rounds is the worse middle one, and the
+# paired helpers read the phase files bench-mpi.sh leaves.  TAP.
+
+top=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/test_bench_report.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+
+# the one bench-mpi.sh helper the functions under test use
+hsize() { awk -v s="$1" 'BEGIN { if (s >= 1048576) printf "%d MiB", s / 1048576;
+                                 else if (s >= 1024) printf "%d KiB", s / 1024; else printf "%d B", s }'; }
+# shellcheck source=contrib/bench-report.sh
+. "$top/contrib/bench-report.sh"
+
+n=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+notok() { n=$((n + 1)); echo "not ok $n - $*"; }
+# expect DESCRIPTION WANT GOT
+expect() {
+    if [ "$2" = "$3" ]; then ok "$1"; else notok "$1 (want '$2', got '$3')"; fi
+}
+
+echo "1..16"
+
+expect "0.8546 does not meet <= 0.85" "**not met**" "$(judge 0.8546 0.85 lo)"
+expect "0.85 meets <= 0.85" "met" "$(judge 0.85 0.85 lo)"
+expect "1.0046 does not meet <= 1.0" "**not met**" "$(judge 1.0046 1.0 lo)"
+expect "0.9499 does not meet >= 0.95" "**not met**" "$(judge 0.9499 0.95 hi)"
+expect "0.95 meets >= 0.95" "met" "$(judge 0.95 0.95 hi)"
+expect "no figure is not measured" "not measured" "$(judge "" 0.85 lo)"
+
+printf '0.84 8\n0.86 4\n0.85 1\n0.83 2\n' > "$tmp/rounds"
+expect "even rounds, lower is better: the upper middle" "0.85 1" "$(median_round lo < "$tmp/rounds")"
+expect "even rounds, higher is better: the lower middle" "0.84 8" "$(median_round hi < "$tmp/rounds")"
+expect "odd rounds: the middle" "0.86 4" "$(printf '0.86 4\n0.9 2\n0.8 1\n' | median_round lo)"
+
+row=$(goal_row "latency 0 B–1 KiB vs btl tcp" "≤ 0.85" lo "0.8546 64")
+case $row in
+*"0.855× (worst at 64 B)"*"**not met**"*) ok "goal row shows three decimals and judges exactly" ;;
+*) notok "goal row: $row" ;;
+esac
+
+# a paired latency round: siwarp 2.991 µs against btl tcp's 3.5 at 8 B is
+# 0.8546, the worst of the round; 0 B (2.8 against 3.5, 0.80) is better
+printf 'latmed 0 2.8 us\nlatmed 8 2.991 us\n' > "$tmp/out.pair-siwarp.0"
+printf 'latmed 0 3.5 us\nlatmed 8 3.5 us\n' > "$tmp/out.pair-tcp.0"
+# shellcheck disable=SC2046
+set -- $(pair_ratios tcp 0)
+expect "pair_ratios keeps four decimals" "0.8546" "$1"
+expect "pair_ratios names the worst size" "8" "$2"
+expect "the paired latency goal is judged on it" "**not met**" \
+    "$(judge "$(pair_median tcp 0 | cut -d' ' -f1)" 0.85 lo)"
+
+# CRC pairs: on/off per round 0.9491, 0.96, 0.97 -> median 0.96
+for r in 0 1 2; do
+    printf 'bw 1048576 %s MB/s\n' "$(echo "9491 9600 9700" | cut -d' ' -f$((r + 1)))" > "$tmp/out.crc-siwarp.$r"
+    printf 'bw 1048576 10000 MB/s\n' > "$tmp/out.crc-siwarp-nocrc.$r"
+done
+# shellcheck disable=SC2046
+set -- $(crc_pairs)
+expect "crc_pairs: median of the paired ratios" "0.9600" "$1"
+expect "crc_pairs: the lowest round, unrounded" "0.9491" "$2"
+expect "xratio keeps four decimals" "1.0046" "$(xratio 2.17 2.16)"
