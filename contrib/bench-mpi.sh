@@ -422,8 +422,6 @@ for f in "$tmp"/out.*.0; do
                        print k, med } }' > "$tmp/med.$g"
 done
 val() { awk -v k="$2 $3" '$1 " " $2 == k { print $3; exit }' "$tmp/med.$1" 2>/dev/null; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "–";
-                                           else printf "%.2f", a / b }'; }
 fmt() { awk -v v="$1" -v u="$2" 'BEGIN { if (v == "") { print "–"; exit }
                                          if (u == "rate") printf "%.0f k", v / 1000;
                                          else if (u == "cpu") printf "%.2f", v;

@@ -1,7 +1,7 @@
 # bench-report.sh - the Markdown report of contrib/bench-mpi.sh, sourced by
 # it after the measuring.  Reads $tmp/med.PHASE-CONTESTANT ("test size
-# median" lines) and uses bench-mpi.sh's helpers and settings (val, ratio,
-# fmt, hsize, has, label_of, ok_t, others, transports, reps, ...).
+# median" lines) and uses bench-mpi.sh's helpers and settings (val, fmt,
+# hsize, has, label_of, ok_t, others, transports, reps, ...).
 # report prints everything; each report_* one section.
 
 # section TITLE TEXT: a section's heading and its opening paragraph
@@ -48,9 +48,11 @@ worst() {
 dec2() { awk -v v="$1" 'BEGIN { if (v == "" || v == "–") print "–"; else printf "%.2f", v }'; }
 dec3() { awk -v v="$1" 'BEGIN { if (v == "" || v == "–") print "–"; else printf "%.3f", v }'; }
 
-# xratio A B: A/B to four decimals, for judging ("–" when either is missing)
-xratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || a == "–" || b == "–" || b + 0 == 0) print "–";
-                                            else printf "%.4f", a / b }'; }
+# ratio A B [DECIMALS]: A/B, two decimals for a table or four for judging
+# ("–" when either is missing)
+ratio() { awk -v a="$1" -v b="$2" -v d="${3:-2}" 'BEGIN {
+              if (a == "" || b == "" || a == "–" || b == "–" || b + 0 == 0) print "–";
+              else printf("%." d "f", a / b) }'; }
 
 # judge RATIO TARGET hi|lo: met / not met / not measured
 judge() {
@@ -360,7 +362,7 @@ report_goals() {
         "$(worst bw 1048576 1e18 hi iperf)"
     goal_row "message rate 8 B vs btl tcp" "≥ 1.5" hi "$(worst rate 8 8 hi tcp)"
     goal_row "CPU s per GB at 4 MiB vs btl tcp" "≤ 0.8" lo "$(worst bwcpu 4194304 4194304 lo tcp)"
-    r=$(xratio "$(val crc-siwarp bw 1048576)" "$(val crc-siwarp-nocrc bw 1048576)")
+    r=$(ratio "$(val crc-siwarp bw 1048576)" "$(val crc-siwarp-nocrc bw 1048576)" 4)
     [ "$r" = "–" ] && r=""
     c=$(crc_pairs)
     if [ -n "$c" ]; then
@@ -380,7 +382,7 @@ report_goals() {
     else
         echo "| memory per connected peer | ≤ 256 KiB | – | not measured |"
     fi
-    r=$(xratio "$(val conn-siwarp connect 8)" "$(val conn-tcp connect 8)")
+    r=$(ratio "$(val conn-siwarp connect 8)" "$(val conn-tcp connect 8)" 4)
     [ "$r" = "–" ] && r=""
     goal_row "time to first message, 8 ranks all-to-all, vs btl tcp (no figure in the issue: taken as ≤ 1.0)" \
         "≤ 1.0" lo "${r:+$r 8}" \
@@ -391,9 +393,9 @@ report_goals() {
         # shellcheck disable=SC2046
         set -- "$@" $(degrade raw)
         goal_row "under load: latency 8 B degradation, siwarp vs btl tcp" "≤ 1.0" lo \
-            "$(xratio "$1" "$3") 8" "$(dec2 "$1") against $(dec2 "$3"); raw TCP $(dec2 "$5")"
+            "$(ratio "$1" "$3" 4) 8" "$(dec2 "$1") against $(dec2 "$3"); raw TCP $(dec2 "$5")"
         goal_row "under load: bandwidth 1 MiB degradation, siwarp vs btl tcp" "≤ 1.0" lo \
-            "$(xratio "$2" "$4") 1048576" "$(dec2 "$2") against $(dec2 "$4"); raw TCP $(dec2 "$6")"
+            "$(ratio "$2" "$4" 4) 1048576" "$(dec2 "$2") against $(dec2 "$4"); raw TCP $(dec2 "$6")"
     else
         echo "| under load (one core busy), degradation vs btl tcp | ≤ 1.0 | – (run with --load) | not measured |"
     fi

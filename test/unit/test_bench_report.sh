@@ -23,7 +23,7 @@ expect() {
     if [ "$2" = "$3" ]; then ok "$1"; else notok "$1 (want '$2', got '$3')"; fi
 }
 
-echo "1..16"
+echo "1..17"
 
 expect "0.8546 does not meet <= 0.85" "**not met**" "$(judge 0.8546 0.85 lo)"
 expect "0.85 meets <= 0.85" "met" "$(judge 0.85 0.85 lo)"
@@ -63,4 +63,5 @@ done
 set -- $(crc_pairs)
 expect "crc_pairs: median of the paired ratios" "0.9600" "$1"
 expect "crc_pairs: the lowest round, unrounded" "0.9491" "$2"
-expect "xratio keeps four decimals" "1.0046" "$(xratio 2.17 2.16)"
+expect "ratio for judging keeps four decimals" "1.0046" "$(ratio 2.17 2.16 4)"
+expect "ratio for a table shows two" "1.00" "$(ratio 2.17 2.16)"
