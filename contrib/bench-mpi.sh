@@ -26,7 +26,9 @@
 #    bandwidth goals are judged on the median of the rounds' worst ratios.
 # 2. CRC: siwarp against siwarp with --mca btl_siwarp_crc 0, bandwidth 1 MiB,
 #    --crc-reps rounds; the goal is judged on the median of the rounds'
-#    on/off ratios.
+#    on/off ratios.  contrib/crc32c-bench times the CRC itself on the
+#    sender's core before and after the rounds, for the ratio's ceiling
+#    while that core is the bottleneck (bench-report.sh crc_ceiling).
 # 3. Connection setup and memory: test/mpi/mpi-connect with 8 ranks
 #    (oversubscribed, --bind-to none), siwarp and btl tcp: time to first
 #    message all-to-all, mpirun wall time, RSS per connected peer after 8 B
@@ -347,10 +349,21 @@ fi
 if [ $do_crc = 1 ]; then
     # 5x the main phase's iterations: a 5% difference must stand out of the noise
     crc_one() { run_bench "$1" "$2" -t bw -n 1048576 -m 1048576 -i $((iters * 5)); }
+    # the CRC's own speed at 1 MiB on core 0, where rank 0 (the sender of
+    # -t bw) runs: the fastest engine, "crcspeed 1048576 GB/s"
+    crc_speed() {
+        cb=$BUILDDIR/contrib/crc32c-bench
+        [ -x "$cb" ] || return 0
+        ${NCPU_PAIR:+taskset -c 0} timeout 60 "$cb" -r 15 -s 1048576 2> /dev/null |
+            awk '$2 == "crc" && $NF + 0 > best { best = $NF + 0 }
+                 END { if (best) printf "crcspeed 1048576 %.2f GB/s\n", best }' > "$1"
+    }
+    crc_speed "$tmp/out.crc-speed.0"
     reps_main=$reps
     reps=$crc_reps
     rounds crc "siwarp siwarp-nocrc" crc_one
     reps=$reps_main
+    crc_speed "$tmp/out.crc-speed.1"
 fi
 
 conn_t="siwarp"; has tcp && conn_t="siwarp tcp"

@@ -23,7 +23,7 @@ expect() {
     if [ "$2" = "$3" ]; then ok "$1"; else notok "$1 (want '$2', got '$3')"; fi
 }
 
-echo "1..17"
+echo "1..20"
 
 expect "0.8546 does not meet <= 0.85" "**not met**" "$(judge 0.8546 0.85 lo)"
 expect "0.85 meets <= 0.85" "met" "$(judge 0.85 0.85 lo)"
@@ -65,3 +65,8 @@ expect "crc_pairs: median of the paired ratios" "0.9600" "$1"
 expect "crc_pairs: the lowest round, unrounded" "0.9491" "$2"
 expect "ratio for judging keeps four decimals" "1.0046" "$(ratio 2.17 2.16 4)"
 expect "ratio for a table shows two" "1.00" "$(ratio 2.17 2.16)"
+
+# the CRC ceiling: 10,350 MB/s off and a 110 GB/s CRC leave 1/(1 + 0.0941)
+expect "crc_ceiling while the sender's core limits" "0.9140" "$(crc_ceiling 10350 110)"
+expect "crc_ceiling: a slower link leaves more" "0.9524" "$(crc_ceiling 5500 110)"
+expect "crc_ceiling: nothing without the CRC's speed" "" "$(crc_ceiling 10350 "")"
