@@ -2,8 +2,9 @@
 # test_bench_report.sh - how contrib/bench-report.sh judges the goals of
 # issue 6, on made-up figures: a goal is met only by the exact ratio (a
 # ratio of 0.8546 must not pass "<= 0.85" because it prints as 0.85), the
-# median of an even number of rounds is the worse middle one, and the
-# paired helpers read the phase files bench-mpi.sh leaves.  TAP.
+# median of an even number of rounds is the worse middle one, the paired
+# helpers read the phase files bench-mpi.sh leaves, and the CRC goal's
+# ceiling follows from the two speeds it is given.  TAP.
 
 top=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/test_bench_report.XXXXXX") || exit 1
