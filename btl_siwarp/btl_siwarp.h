@@ -148,6 +148,7 @@ struct mca_btl_base_registration_handle_t {
 typedef struct mca_btl_siwarp_reg_t {
     mca_rcache_base_registration_t base;
     struct siwarp_mr *mr;
+    size_t len;                  /* bytes the MR covers, for the counters */
     mca_btl_base_registration_handle_t handle;
 } mca_btl_siwarp_reg_t;
 
@@ -195,6 +196,12 @@ typedef struct mca_btl_siwarp_component_t {
     int   fallback;          /* enum mca_btl_siwarp_fallback */
     int   disable_loopback;
     int   rx_inline;         /* longest Send to ob1 from libsiwarp's staging */
+
+    /* Registrations through the rcache, read as MPI_T performance
+     * variables (btl_siwarp_rdma.c mca_btl_siwarp_reg_pvars_register) */
+    unsigned long reg_bytes;       /* bytes registered now */
+    unsigned long reg_count;       /* registrations now */
+    unsigned long reg_bytes_peak;  /* most bytes registered at once */
 
     struct mca_btl_siwarp_module_t *module;
 } mca_btl_siwarp_component_t;
@@ -298,6 +305,8 @@ int  mca_btl_siwarp_get(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint
                         int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc,
                         void *cbcontext, void *cbdata);
 int  mca_btl_siwarp_rcache_init(mca_btl_siwarp_module_t *m);
+/* MPI_T performance variables of the registrations (at component registration). */
+int  mca_btl_siwarp_reg_pvars_register(void);
 
 /* btl_siwarp_srq.c: the shared pool of eager receive buffers */
 int  mca_btl_siwarp_srq_init(mca_btl_siwarp_module_t *m);

@@ -229,6 +229,11 @@ int mca_btl_siwarp_params_register(void)
              "traffic over framed TCP and warn once) or error (treat it as unreachable)",
              fallback_values, &c->fallback, OPAL_INFO_LVL_3);
 
+    if (OPAL_SUCCESS != mca_btl_siwarp_reg_pvars_register()) {
+        /* the BTL works without them: only MPI_T tools lose the counters */
+        BTL_VERBOSE(("siwarp: the registration counters are not available through MPI_T"));
+    }
+
     mca_btl_siwarp_param_module = mca_btl_siwarp_module_template;
     return mca_btl_base_param_register(&c->super.btl_version, &mca_btl_siwarp_param_module);
 }

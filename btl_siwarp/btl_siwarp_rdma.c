@@ -10,8 +10,32 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "opal/mca/base/mca_base_pvar.h"
 #include "opal/mca/rcache/base/base.h"
 #include "opal/util/output.h"
+
+/* Registered memory, counted for the MPI_T performance variables below:
+ * the rcache calls these two under its own lock. */
+static void count_reg(mca_btl_siwarp_reg_t *reg, size_t len)
+{
+    mca_btl_siwarp_component_t *c = &mca_btl_siwarp_component;
+
+    reg->len = len;
+    c->reg_bytes += len;
+    c->reg_count++;
+    if (c->reg_bytes > c->reg_bytes_peak) {
+        c->reg_bytes_peak = c->reg_bytes;
+    }
+}
+
+static void count_dereg(mca_btl_siwarp_reg_t *reg)
+{
+    mca_btl_siwarp_component_t *c = &mca_btl_siwarp_component;
+
+    c->reg_bytes -= reg->len;
+    c->reg_count--;
+    reg->len = 0;
+}
 
 static int rcache_reg(void *reg_data, void *base, size_t size,
                       mca_rcache_base_registration_t *base_reg)
@@ -49,6 +73,7 @@ static int rcache_reg(void *reg_data, void *base, size_t size,
         reg->mr = NULL;
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
+    count_reg(reg, size);
     return OPAL_SUCCESS;
 }
 
@@ -62,6 +87,41 @@ static int rcache_dereg(void *reg_data, mca_rcache_base_registration_t *base_reg
         mca_btl_siwarp_regtab_remove(&m->regtab, reg->handle.stag);
         siwarp_dereg_mr(reg->mr);
         reg->mr = NULL;
+        count_dereg(reg);
+    }
+    return OPAL_SUCCESS;
+}
+
+/* btl_siwarp_registered_bytes, _registrations and _registered_bytes_peak:
+ * what the registration cache holds registered, for a tool or a test
+ * (test/fault/mpi_soak) to read through MPI_T; read-only, always on. */
+int mca_btl_siwarp_reg_pvars_register(void)
+{
+    static const struct {
+        const char *name, *help;
+        int var_class;
+        size_t off;
+    } pv[] = {
+        { "registered_bytes", "Bytes of memory registered now (cached registrations "
+          "included)", MCA_BASE_PVAR_CLASS_SIZE,
+          offsetof(mca_btl_siwarp_component_t, reg_bytes) },
+        { "registrations", "Memory registrations held now (cached ones included)",
+          MCA_BASE_PVAR_CLASS_SIZE, offsetof(mca_btl_siwarp_component_t, reg_count) },
+        { "registered_bytes_peak", "Most bytes of memory registered at once",
+          MCA_BASE_PVAR_CLASS_HIGHWATERMARK,
+          offsetof(mca_btl_siwarp_component_t, reg_bytes_peak) },
+    };
+
+    for (size_t i = 0; i < sizeof(pv) / sizeof(pv[0]); i++) {
+        int rc = mca_base_component_pvar_register(
+            &mca_btl_siwarp_component.super.btl_version, pv[i].name, pv[i].help,
+            OPAL_INFO_LVL_4, pv[i].var_class, MCA_BASE_VAR_TYPE_UNSIGNED_LONG, NULL,
+            MCA_BASE_VAR_BIND_NO_OBJECT,
+            MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS, NULL, NULL, NULL,
+            (char *) &mca_btl_siwarp_component + pv[i].off);
+        if (rc < 0) {
+            return rc;
+        }
     }
     return OPAL_SUCCESS;
 }

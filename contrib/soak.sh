@@ -6,10 +6,12 @@
 # One long job: 8 ranks oversubscribed (SOAK_NP) run test/fault/mpi_soak:
 # all-to-all and random-pair traffic of random sizes (0..SOAK_MAX bytes,
 # default 4 MiB, rendezvous through RDMA Read with every pair busy at once),
-# every byte verified, sub-communicators split and freed; each rank's RSS and
-# open descriptors at the first minute (a quarter of a short run) and at the
-# end, failing when RSS grows by more than SOAK_RSS_MIB (64) or descriptors
-# by more than 4.  Registered bytes: the BTL exposes no counter (not checked).
+# every byte verified, sub-communicators split and freed; each rank's RSS,
+# open descriptors and registered memory at the first minute (a quarter of
+# a short run) and at the end, failing when RSS grows by more than
+# SOAK_RSS_MIB (64), descriptors by more than 4, or registered memory (the
+# BTL's MPI_T variable btl_siwarp_registered_bytes) by more than
+# SOAK_REG_MIB (64).
 #
 # Alongside, connection churn: the BTL keeps one connection per peer pair for
 # a process's life and has no disconnect, so connections are only opened
@@ -19,7 +21,7 @@
 # long as the long job runs, and every one must succeed.
 #
 # Environment: BUILDDIR (default: the tree above this script), SOAK_NP,
-# SOAK_MAX, SOAK_RSS_MIB.  Every mpirun is bounded by timeout.
+# SOAK_MAX, SOAK_RSS_MIB, SOAK_REG_MIB.  Every mpirun is bounded by timeout.
 set -u
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -52,7 +54,7 @@ echo "1..2"
 log=$OUT/soak.log
 t0=$(date +%s)
 timeout -k 10 $((secs + 300)) $MPIRUN -np "$np" "$OUT/mpi_soak" -t "$secs" -r 60 \
-    -m "$max" -a 65536 -g "${SOAK_RSS_MIB:-64}" -f 4 > "$log" 2>&1 &
+    -m "$max" -a 65536 -g "${SOAK_RSS_MIB:-64}" -G "${SOAK_REG_MIB:-64}" -f 4 > "$log" 2>&1 &
 job=$!
 trap 'kill -9 $job 2>/dev/null' EXIT INT TERM
 
@@ -74,7 +76,7 @@ trap - EXIT INT TERM
 dt=$(( $(date +%s) - t0 ))
 grep '^soak: t=\|^soak: done\|^soak-mem' "$log" | sed 's/^/# /'
 if [ $rc -eq 0 ] && grep -q '^soak: done' "$log"; then
-    echo "ok 1 - soak: $np ranks, ${dt} s, all data verified, RSS and fds within bounds"
+    echo "ok 1 - soak: $np ranks, ${dt} s, all data verified, RSS, fds and registered memory within bounds"
 else
     echo "not ok 1 - soak: $np ranks, rc $rc after ${dt} s (see $log)"
     grep -v '^soak: rank' "$log" | tail -n 20 | sed 's/^/# /'

@@ -20,6 +20,7 @@ EXTRA_DIST += \
 	test/mpi/mpi_big.c \
 	test/mpi/mpi_connect_race.c \
 	test/mpi/mpi_threads.c \
+	test/mpi/mpi_regcount.c \
 	test/mpi/test_regtab.c \
 	test/mpi/mpi-bench.c \
 	test/mpi/mpi-connect.c
@@ -27,4 +28,4 @@ CLEANFILES += test/mpi/*.log test/mpi/mpi_pingpong test/mpi/mpi_anysrc \
 	test/mpi/mpi_datatype test/mpi/mpi_flood test/mpi/mpi_coll \
 	test/mpi/mpi_onesided test/mpi/mpi_remap test/mpi/mpi-bench test/mpi/mpi-connect \
 	test/mpi/mpi_hostile test/mpi/mpi_oneway test/mpi/mpi_big test/mpi/mpi_connect_race \
-	test/mpi/mpi_threads test/mpi/test_regtab
+	test/mpi/mpi_threads test/mpi/mpi_regcount test/mpi/test_regtab

@@ -51,7 +51,7 @@ export OMPI_MCA_plm_rsh_agent=${OMPI_MCA_plm_rsh_agent:-false}
 export OMPI_MCA_rmaps_base_oversubscribe=1
 
 PROGS="mpi_pingpong mpi_anysrc mpi_datatype mpi_flood mpi_coll mpi_onesided mpi_remap mpi-bench
-       mpi_hostile mpi_oneway mpi_big mpi_connect_race mpi_threads"
+       mpi_hostile mpi_oneway mpi_big mpi_connect_race mpi_threads mpi_regcount"
 # the TAP plan is printed at the end (tests are added and skipped by
 # environment: netns, big messages)
 
@@ -115,6 +115,10 @@ for np in 2 4; do
     run "np=$np one-sided put/get/accumulate, fence and lock (osc pt2pt)" $np "$OUT/mpi_onesided"
     MPIRUN=$MPIRUN_SAVE
     run "np=$np buffers freed/unmapped/remapped between transfers" $np "$OUT/mpi_remap"
+    if [ $np = 2 ]; then
+        run "registration counters through MPI_T: up with a transfer, down when freed" \
+            2 "$OUT/mpi_regcount"
+    fi
 done
 
 # ---- TCP fallback ---------------------------------------------------------------
