@@ -146,13 +146,12 @@ static void reg_close(void)
 
 static void sample(long *rss_kib, int *fds, long *reg)
 {
-    *reg = reg_kib();
-
     char line[256];
     FILE *f = fopen("/proc/self/status", "r");
     DIR *d;
     struct dirent *e;
 
+    *reg = reg_kib();
     *rss_kib = -1;
     *fds = 0;
     if (f) {
