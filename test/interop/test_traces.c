@@ -143,10 +143,14 @@ static void walk_init(struct walk *w, bool crc, const char *name)
 
 static unsigned total_fpdus, total_crc, total_conns;
 
+/* A stream's file name: a connection's base name (at most 1023 bytes,
+ * main's buffer) and ".a" or ".b". */
+#define TRACE_NAME_MAX (1024 + 2)
+
 /* One connection: a = initiator's bytes, b = responder's. */
 static void check_conn(const char *base)
 {
-    char pa[512], pb[512];
+    char pa[TRACE_NAME_MAX], pb[TRACE_NAME_MAX];
     struct buf a, b;
     struct swp_mpa_rr_info req, rep;
     struct siwarp_conn_param ours;
@@ -193,7 +197,7 @@ static void check_conn(const char *base)
     for (int dir = 0; dir < 2; dir++) {
         const uint8_t *s = dir ? b.p + lb : a.p + la;
         size_t n = dir ? b.n - (size_t)lb : a.n - (size_t)la;
-        char name[600];
+        char name[TRACE_NAME_MAX];
         struct walk w, w1;
         size_t used, have = 0;
         uint8_t *acc = malloc(n + 1);
