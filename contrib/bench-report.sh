@@ -126,15 +126,18 @@ $t: did not run here ($(tail -n 1 "$tmp/probe.$t" 2>/dev/null | cut -c1-160))."
 
 # pair_ratios [REF [LO]]: one line per round of the paired phase: "RATIO
 # SIZE S8 R8", the worst (largest) latmed ratio siwarp/REF (raw, or tcp)
-# over LO (1) B-1 KiB, its size, and both one-way medians at 8 B
+# over LO (1) B-1 KiB, its size, and both one-way medians at 8 B.  With
+# "all": "SIZE RATIO" for every size of every round instead.
 pair_ratios() {
     pref=${1:-raw} plo=${2:-1}
     r=0
     while [ -f "$tmp/out.pair-siwarp.$r" ] && [ -f "$tmp/out.pair-$pref.$r" ]; do
-        awk -v lo="$plo" '$1 == "latmed" && $2 + 0 >= lo + 0 && $2 + 0 <= 1024 {
+        awk -v lo="$plo" -v all="${3:-}" '$1 == "latmed" && $2 + 0 >= lo + 0 && $2 + 0 <= 1024 {
                  v[FILENAME == ARGV[1], $2 + 0] = $3; sz[$2 + 0] = 1 }
              END { for (q in sz) if ((1, q) in v && (0, q) in v && v[0, q] > 0) {
-                       x = v[1, q] / v[0, q]; if (w == "" || x > w) { w = x; ws = q } }
+                       x = v[1, q] / v[0, q]
+                       if (all != "") printf "%d %.4f\n", q, x
+                       else if (w == "" || x > w) { w = x; ws = q } }
                    if (w != "") printf "%.4f %d %s %s\n", w, ws, v[1, 8], v[0, 8] }' \
             "$tmp/out.pair-siwarp.$r" "$tmp/out.pair-$pref.$r"
         r=$((r + 1))
@@ -152,6 +155,38 @@ median_round() {
 # pair_median [REF [LO]]: the median round of pair_ratios (latency: lo)
 pair_median() { pair_ratios "$@" | median_round lo; }
 
+# size_medians lo|hi: of "SIZE RATIO" lines (one a round and size), one line
+# a size, "SIZE MEDIAN MIN MAX N", ascending by size; the median of an even
+# count is the worse middle one, as in median_round
+size_medians() {
+    sort -k1,1n -k2,2g | awk -v d="$1" '
+        function flush() {
+            if (n) printf "%d %.4f %.4f %.4f %d\n", q, v[(n % 2 || d == "hi") ? int((n + 1) / 2) : n / 2 + 1], v[1], v[n], n
+            n = 0
+        }
+        NR == 1 || $1 != q { flush(); q = $1 }
+        { v[++n] = $2 }
+        END { flush() }'
+}
+
+# worst_size lo|hi: of size_medians lines, "MEDIAN SIZE" of the size whose
+# median is the worst (lo: the largest; hi: the smallest)
+worst_size() {
+    awk -v d="$1" '(w == "" || (d == "hi" ? $2 + 0 < w + 0 : $2 + 0 > w + 0)) { w = $2; ws = $1 }
+        END { if (w != "") printf "%.4f %d\n", w, ws }'
+}
+
+# pair_sizes [REF [LO]]: size_medians of the paired latency rounds: at each
+# size LO (1) B-1 KiB, the median over the rounds of that round's ratio
+# siwarp/REF.  Shown beside the goal, which takes the median of each
+# round's worst size (pair_median), the largest of 13 noisy ratios a
+# round: when the two differ, the miss lies in the noise of single sizes;
+# when they agree, it is at every size (contrib/PERFORMANCE.md, session 26).
+pair_sizes() { pair_ratios "${1:-raw}" "${2:-1}" all | size_medians lo; }
+
+# pair_worst_size [REF [LO]]: "RATIO SIZE", the worst size of pair_sizes
+pair_worst_size() { pair_sizes "$@" | worst_size lo; }
+
 report_pair() {
     [ -f "$tmp/out.pair-siwarp.0" ] || return 0
     section "Latency against raw TCP and btl tcp, paired" \
@@ -166,17 +201,28 @@ report_pair() {
     echo "| round | siwarp 8 B (µs, median) | btl tcp 8 B (µs, median) | worst ratio 0 B–1 KiB |"
     echo "|---:|---:|---:|---|"
     pair_ratios tcp 0 | awk '{ printf "| %d | %.2f | %.2f | %.3f× at %s B |\n", NR, $3, $4, $1, $2 }'
+    echo
+    echo "Each size's median over the rounds (and their range): where these sit well inside a goal that the rounds' worst sizes miss, the miss is single sizes' noise."
+    echo
+    echo "| size | siwarp/raw TCP | siwarp/btl tcp |"
+    echo "|---:|---|---|"
+    pair_sizes > "$tmp/pairsz.raw"
+    pair_sizes tcp 0 > "$tmp/pairsz.tcp"
+    awk 'FILENAME == ARGV[1] { raw[$1] = sprintf("%.3f× (%.2f-%.2f)", $2, $3, $4); next }
+         { printf "| %s | %s | %.3f× (%.2f-%.2f) |\n", $1 " B", ($1 in raw) ? raw[$1] : "–", $2, $3, $4 }' \
+        "$tmp/pairsz.raw" "$tmp/pairsz.tcp"
 }
 
 # bwpair_ratios TEST: one line per round of the paired bandwidth phase:
 # "RATIO SIZE SIWARP BEST PEER", siwarp's worst (smallest) ratio over the
 # sizes against the best of the other transports of that round at that
-# size, the size, both figures (MB/s) and the best one's name
+# size, the size, both figures (MB/s) and the best one's name.  With
+# "all": "SIZE RATIO" for every size of every round instead.
 bwpair_ratios() {
     r=0
     while [ -f "$tmp/out.bwpair-siwarp.$r" ]; do
         for o in $others; do echo "$o $tmp/out.bwpair-$o.$r"; done |
-            awk -v t="$1" -v me="$tmp/out.bwpair-siwarp.$r" '
+            awk -v t="$1" -v all="${2:-}" -v me="$tmp/out.bwpair-siwarp.$r" '
                 function take(file, who,   line, f) {
                     while ((getline line < file) > 0) {
                         split(line, f, " ")
@@ -194,7 +240,8 @@ bwpair_ratios() {
                     take(me, "")
                     for (q in mine) if ((q in best) && best[q] > 0) {
                         x = mine[q] / best[q]
-                        if (w == "" || x < w) { w = x; ws = q }
+                        if (all != "") printf "%d %.4f\n", q, x
+                        else if (w == "" || x < w) { w = x; ws = q }
                     }
                     if (w != "") printf "%.4f %d %.0f %.0f %s\n", w, ws, mine[ws], best[ws], peer[ws]
                 }'
@@ -204,6 +251,10 @@ bwpair_ratios() {
 
 # bwpair_median TEST: the median round of bwpair_ratios
 bwpair_median() { bwpair_ratios "$1" | median_round hi; }
+
+# bwpair_worst_size TEST: "RATIO SIZE", the worst size of the per-size
+# medians of the paired rounds (as pair_worst_size does for latency)
+bwpair_worst_size() { bwpair_ratios "$1" all | size_medians hi | worst_size hi; }
 
 report_bwpair() {
     [ -f "$tmp/out.bwpair-siwarp.0" ] || return 0
@@ -219,6 +270,18 @@ report_bwpair() {
         printf '| %d | %s× at %s | %s / %s (%s) | %s× at %s | %s / %s (%s) |\n' \
             "$n" "$(dec2 "$a")" "$(hsize "$s")" "$m" "$b" "$(label_of "$p")" \
             "$(dec2 "$a2")" "$(hsize "$s2")" "$m2" "$b2" "$(label_of "$p2")"
+    done
+    echo
+    echo "Each size's median over the rounds of siwarp against the best other (and their range):"
+    echo
+    echo "| size | bandwidth | bi-bandwidth |"
+    echo "|---:|---|---|"
+    bwpair_ratios bw all | size_medians hi > "$tmp/bwpairsz.bw"
+    bwpair_ratios bibw all | size_medians hi > "$tmp/bwpairsz.bibw"
+    awk 'FILENAME == ARGV[1] { bw[$1] = sprintf("%.3f× (%.2f-%.2f)", $2, $3, $4); next }
+         { print $1 "|" (($1 in bw) ? bw[$1] : "–") "|" sprintf("%.3f× (%.2f-%.2f)", $2, $3, $4) }' \
+        "$tmp/bwpairsz.bw" "$tmp/bwpairsz.bibw" | while IFS='|' read -r q a b; do
+        printf '| %s | %s | %s |\n' "$(hsize "$q")" "$a" "$b"
     done
 }
 
@@ -336,12 +399,16 @@ report_goals() {
     # median") does: on a 2-core host a few preempted round trips move a
     # mean by more than the difference being measured.  The means' worst
     # ratio is shown beside.
+    # The paired goals are judged on the median of the rounds' own worst
+    # sizes; each size's median over the rounds (pair_worst_size), which a
+    # maximum of noisy ratios does not lift, is shown beside it.
     w=$(worst lat 0 1024 lo tcp)
     p=$(pair_median tcp 0)
     if [ -n "$p" ]; then
         m=$(worst latmed 0 1024 lo tcp)
+        z=$(pair_worst_size tcp 0)
         goal_row "latency 0 B–1 KiB vs btl tcp (medians; median of the paired rounds)" "≤ 0.85" lo \
-            "$p" "${m:+main table: $(dec2 "${m% *}")× at $(hsize "${m#* }")}${w:+, means $(dec2 "${w% *}")× at $(hsize "${w#* }")}"
+            "$p" "worst size's median over the rounds $(dec3 "${z% *}")× at $(hsize "${z#* }")${m:+; main table: $(dec2 "${m% *}")× at $(hsize "${m#* }")}${w:+, means $(dec2 "${w% *}")× at $(hsize "${w#* }")}"
     else
         goal_row "latency 0 B–1 KiB vs btl tcp (medians)" "≤ 0.85" lo \
             "$(worst latmed 0 1024 lo tcp)" "${w:+means: $(dec2 "${w% *}")× at $(hsize "${w#* }")}"
@@ -349,8 +416,9 @@ report_goals() {
     w=$(worst latmed 1 1024 lo raw)
     p=$(pair_median)
     if [ -n "$p" ]; then
+        z=$(pair_worst_size)
         goal_row "latency 1 B–1 KiB vs raw busy-polled TCP (medians; median of the pairs)" \
-            "≤ 1.2" lo "$p" "${w:+main table: $(dec2 "${w% *}")× at $(hsize "${w#* }")}"
+            "≤ 1.2" lo "$p" "worst size's median over the pairs $(dec3 "${z% *}")× at $(hsize "${z#* }")${w:+; main table: $(dec2 "${w% *}")× at $(hsize "${w#* }")}"
     else
         goal_row "latency 1 B–1 KiB vs raw busy-polled TCP (medians)" "≤ 1.2" lo "$w"
     fi
@@ -360,9 +428,10 @@ report_goals() {
         w=$(worst $t 16384 1e18 hi $others)
         p=$(bwpair_median $t)
         if [ -n "$p" ]; then
+            z=$(bwpair_worst_size $t)
             # shellcheck disable=SC2086
             goal_row "$l, every size ≥ 16 KiB, vs best of $(echo $others) (median of the paired rounds)" \
-                "≥ 1.1" hi "$p" "${w:+main table: $(dec2 "${w% *}")× at $(hsize "${w#* }")}"
+                "≥ 1.1" hi "$p" "worst size's median over the rounds $(dec3 "${z% *}")× at $(hsize "${z#* }")${w:+; main table: $(dec2 "${w% *}")× at $(hsize "${w#* }")}"
         else
             # shellcheck disable=SC2086
             goal_row "$l, every size ≥ 16 KiB, vs best of $(echo $others)" "≥ 1.1" hi "$w"
@@ -384,9 +453,10 @@ report_goals() {
         # shellcheck disable=SC2086
         set -- $c
         ce=$(crc_ceiling "$(val crc-siwarp-nocrc bw 1048576)" "$(val crc-speed crcspeed 1048576)")
+        cn=""
+        [ -n "$ce" ] && cn="; ceiling $(dec3 "$ce") while the sender's core is the bottleneck"
         goal_row "bandwidth 1 MiB, CRC on vs off (cost ≤ 5%; median of the paired rounds)" \
-            "≥ 0.95" hi "$1 1048576" \
-            "rounds $(dec2 "$2")-$(dec2 "$3"), medians $(dec2 "${r:-–}")${ce:+; ceiling $(dec3 "$ce") while the sender's core is the bottleneck}"
+            "≥ 0.95" hi "$1 1048576" "rounds $(dec2 "$2")-$(dec2 "$3"), medians $(dec2 "${r:-–}")$cn"
     else
         goal_row "bandwidth 1 MiB, CRC on vs off (cost ≤ 5%)" "≥ 0.95" hi "${r:+$r 1048576}"
     fi

@@ -3,8 +3,10 @@
 # issue 6, on made-up figures: a goal is met only by the exact ratio (a
 # ratio of 0.8546 must not pass "<= 0.85" because it prints as 0.85), the
 # median of an even number of rounds is the worse middle one, the paired
-# helpers read the phase files bench-mpi.sh leaves, and the CRC goal's
-# ceiling follows from the two speeds it is given.  TAP.
+# helpers read the phase files bench-mpi.sh leaves, each size's median
+# over the paired rounds (shown beside the goals) is told apart from the
+# median of the rounds' worst sizes (the goals' own figure), and the CRC
+# goal's ceiling follows from the two speeds it is given.  TAP.
 
 top=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/test_bench_report.XXXXXX") || exit 1
@@ -24,7 +26,7 @@ expect() {
     if [ "$2" = "$3" ]; then ok "$1"; else notok "$1 (want '$2', got '$3')"; fi
 }
 
-echo "1..20"
+echo "1..28"
 
 expect "0.8546 does not meet <= 0.85" "**not met**" "$(judge 0.8546 0.85 lo)"
 expect "0.85 meets <= 0.85" "met" "$(judge 0.85 0.85 lo)"
@@ -71,3 +73,47 @@ expect "ratio for a table shows two" "1.00" "$(ratio 2.17 2.16)"
 expect "crc_ceiling while the sender's core limits" "0.9140" "$(crc_ceiling 10350 110)"
 expect "crc_ceiling: a slower link leaves more" "0.9524" "$(crc_ceiling 5500 110)"
 expect "crc_ceiling: nothing without the CRC's speed" "" "$(crc_ceiling 10350 "")"
+
+# Paired rounds, per size: three rounds whose worst size moves (0 B, 8 B,
+# 64 B at 0.90, 0.88, 0.87) while each size's own median is 0.81-0.83.
+# The goal takes the median of the rounds' worst sizes (0.88); the worst
+# size's median (0.83 at 64 B) is the figure shown beside it.
+all=$tmp
+tmp=$all/sizes; mkdir "$tmp"
+r=0
+for row in "0.90 0.80 0.82" "0.81 0.88 0.83" "0.82 0.81 0.87"; do
+    # shellcheck disable=SC2086
+    set -- $row
+    printf 'latmed 0 %s us\nlatmed 8 %s us\nlatmed 64 %s us\n' "$1" "$2" "$3" > "$tmp/out.pair-siwarp.$r"
+    printf 'latmed 0 1.0 us\nlatmed 8 1.0 us\nlatmed 64 1.0 us\n' > "$tmp/out.pair-tcp.$r"
+    r=$((r + 1))
+done
+expect "pair_worst_size: the worst size's median over the rounds" "0.8300 64" "$(pair_worst_size tcp 0)"
+expect "pair_median: the median of the rounds' worst sizes" "0.8800 8" "$(pair_median tcp 0)"
+expect "pair_sizes: one line a size with median, range and count" "0 0.8200 0.8100 0.9000 3" \
+    "$(pair_sizes tcp 0 | head -n 1)"
+expect "size_medians lo, even count: the upper middle" "8 0.8400 0.8000 0.8600 4" \
+    "$(printf '8 0.80\n8 0.86\n8 0.84\n8 0.82\n' | size_medians lo)"
+expect "size_medians hi, even count: the lower middle" "8 0.8200 0.8000 0.8600 4" \
+    "$(printf '8 0.80\n8 0.86\n8 0.84\n8 0.82\n' | size_medians hi)"
+# the raw pairs start at 1 B: 0 B is left out
+expect "pair_worst_size from 1 B leaves 0 B out" "0.8300 64" "$(pair_worst_size tcp 1)"
+
+# Paired bandwidth: siwarp against the best of two others at each size and
+# round; at 16 KiB the ratios are 1.20, 1.05, 1.15 (median 1.15), at 1 MiB
+# 1.30, 1.25, 1.12 (median 1.25): the worst size's median is 1.15 at 16
+# KiB, while the median of the rounds' worst sizes (the goal's) is 1.12.
+tmp=$all/bw; mkdir "$tmp"
+others="tcp ucx"
+r=0
+for row in "1200 1000 900 1300 1000 800" "1050 900 1000 1250 1000 900" "1150 1000 600 1120 900 1000"; do
+    # shellcheck disable=SC2086
+    set -- $row
+    printf 'bw 16384 %s MB/s\nbw 1048576 %s MB/s\n' "$1" "$4" > "$tmp/out.bwpair-siwarp.$r"
+    printf 'bw 16384 %s MB/s\nbw 1048576 %s MB/s\n' "$2" "$5" > "$tmp/out.bwpair-tcp.$r"
+    printf 'bw 16384 %s MB/s\nbw 1048576 %s MB/s\n' "$3" "$6" > "$tmp/out.bwpair-ucx.$r"
+    r=$((r + 1))
+done
+expect "bwpair_worst_size: the worst size's median, against the best other" "1.1500 16384" "$(bwpair_worst_size bw)"
+expect "bwpair_median: the median of the rounds' worst sizes" "1.1200 1048576" "$(bwpair_median bw)"
+tmp=$all
