@@ -127,11 +127,12 @@ $t: did not run here ($(tail -n 1 "$tmp/probe.$t" 2>/dev/null | cut -c1-160))."
 # pair_ratios [REF [LO]]: one line per round of the paired phase: "RATIO
 # SIZE S8 R8", the worst (largest) latmed ratio siwarp/REF (raw, or tcp)
 # over LO (1) B-1 KiB, its size, and both one-way medians at 8 B.  With
-# "all": "SIZE RATIO" for every size of every round instead.
+# "all": "SIZE RATIO" for every size of every round instead.  NUM (siwarp)
+# is the contestant divided by REF.
 pair_ratios() {
-    pref=${1:-raw} plo=${2:-1}
+    pref=${1:-raw} plo=${2:-1} pnum=${4:-siwarp}
     r=0
-    while [ -f "$tmp/out.pair-siwarp.$r" ] && [ -f "$tmp/out.pair-$pref.$r" ]; do
+    while [ -f "$tmp/out.pair-$pnum.$r" ] && [ -f "$tmp/out.pair-$pref.$r" ]; do
         awk -v lo="$plo" -v all="${3:-}" '$1 == "latmed" && $2 + 0 >= lo + 0 && $2 + 0 <= 1024 {
                  v[FILENAME == ARGV[1], $2 + 0] = $3; sz[$2 + 0] = 1 }
              END { for (q in sz) if ((1, q) in v && (0, q) in v && v[0, q] > 0) {
@@ -139,7 +140,7 @@ pair_ratios() {
                        if (all != "") printf "%d %.4f\n", q, x
                        else if (w == "" || x > w) { w = x; ws = q } }
                    if (w != "") printf "%.4f %d %s %s\n", w, ws, v[1, 8], v[0, 8] }' \
-            "$tmp/out.pair-siwarp.$r" "$tmp/out.pair-$pref.$r"
+            "$tmp/out.pair-$pnum.$r" "$tmp/out.pair-$pref.$r"
         r=$((r + 1))
     done
 }
@@ -176,13 +177,13 @@ worst_size() {
         END { if (w != "") printf "%.4f %d\n", w, ws }'
 }
 
-# pair_sizes [REF [LO]]: size_medians of the paired latency rounds: at each
-# size LO (1) B-1 KiB, the median over the rounds of that round's ratio
-# siwarp/REF.  Shown beside the goal, which takes the median of each
+# pair_sizes [REF [LO [NUM]]]: size_medians of the paired latency rounds:
+# at each size LO (1) B-1 KiB, the median over the rounds of that round's
+# ratio NUM (siwarp)/REF.  Shown beside the goal, which takes the median of each
 # round's worst size (pair_median), the largest of 13 noisy ratios a
 # round: when the two differ, the miss lies in the noise of single sizes;
 # when they agree, it is at every size (contrib/PERFORMANCE.md, session 26).
-pair_sizes() { pair_ratios "${1:-raw}" "${2:-1}" all | size_medians lo; }
+pair_sizes() { pair_ratios "${1:-raw}" "${2:-1}" all "${3:-siwarp}" | size_medians lo; }
 
 # pair_worst_size [REF [LO]]: "RATIO SIZE", the worst size of pair_sizes
 pair_worst_size() { pair_sizes "$@" | worst_size lo; }
@@ -204,13 +205,29 @@ report_pair() {
     echo
     echo "Each size's median over the rounds (and their range): where these sit well inside a goal that the rounds' worst sizes miss, the miss is single sizes' noise."
     echo
-    echo "| size | siwarp/raw TCP | siwarp/btl tcp |"
-    echo "|---:|---|---|"
     pair_sizes > "$tmp/pairsz.raw"
     pair_sizes tcp 0 > "$tmp/pairsz.tcp"
-    awk 'FILENAME == ARGV[1] { raw[$1] = sprintf("%.3f× (%.2f-%.2f)", $2, $3, $4); next }
-         { printf "| %s | %s | %.3f× (%.2f-%.2f) |\n", $1 " B", ($1 in raw) ? raw[$1] : "–", $2, $3, $4 }' \
-        "$tmp/pairsz.raw" "$tmp/pairsz.tcp"
+    pair_sizes tcp 0 fallback > "$tmp/pairsz.fbtcp"
+    pair_sizes fallback 0 > "$tmp/pairsz.swfb"
+    if [ -s "$tmp/pairsz.fbtcp" ]; then
+        echo "| size | siwarp/raw TCP | siwarp/btl tcp | plain framed TCP/btl tcp | siwarp/plain framed TCP |"
+        echo "|---:|---|---|---|---|"
+    else
+        echo "| size | siwarp/raw TCP | siwarp/btl tcp |"
+        echo "|---:|---|---|"
+    fi
+    # the first three files by name (any may be empty), the rows from the last
+    awk -v fb="$([ -s "$tmp/pairsz.fbtcp" ] && echo 1)" '
+         function cell(x) { return (x in v) ? v[x] : "–" }
+         FILENAME != ARGV[4] { k = (FILENAME == ARGV[1]) ? 1 : (FILENAME == ARGV[2]) ? 2 : 3
+                               v[k, $1] = sprintf("%.3f× (%.2f-%.2f)", $2, $3, $4); next }
+         { printf "| %s B | %s | %s |", $1, cell(1 SUBSEP $1), sprintf("%.3f× (%.2f-%.2f)", $2, $3, $4)
+           if (fb) printf " %s | %s |", cell(2 SUBSEP $1), cell(3 SUBSEP $1)
+           print "" }' \
+        "$tmp/pairsz.raw" "$tmp/pairsz.fbtcp" "$tmp/pairsz.swfb" "$tmp/pairsz.tcp"
+    [ -s "$tmp/pairsz.fbtcp" ] && echo "
+plain framed TCP: siwarp's own BTL with \`--mca btl_siwarp_mpa 0\`, a length-framed TCP stream with no MPA, DDP or CRC, in the same rounds: the leanest framing a BTL can put on a socket, so its ratio to btl tcp is what ob1 over a TCP socket reaches through this BTL on this host, and siwarp's ratio to it is what the iWARP framing and the CRC cost."
+    return 0
 }
 
 # bwpair_ratios TEST: one line per round of the paired bandwidth phase:
@@ -407,8 +424,11 @@ report_goals() {
     if [ -n "$p" ]; then
         m=$(worst latmed 0 1024 lo tcp)
         z=$(pair_worst_size tcp 0)
+        f=$(pair_sizes tcp 0 fallback | worst_size lo)
+        fn=""
+        [ -n "$f" ] && fn="; siwarp's plain framed TCP, same rounds: $(dec3 "${f% *}")× at $(hsize "${f#* }")"
         goal_row "latency 0 B–1 KiB vs btl tcp (medians; median of the paired rounds)" "≤ 0.85" lo \
-            "$p" "worst size's median over the rounds $(dec3 "${z% *}")× at $(hsize "${z#* }")${m:+; main table: $(dec2 "${m% *}")× at $(hsize "${m#* }")}${w:+, means $(dec2 "${w% *}")× at $(hsize "${w#* }")}"
+            "$p" "worst size's median over the rounds $(dec3 "${z% *}")× at $(hsize "${z#* }")$fn${m:+; main table: $(dec2 "${m% *}")× at $(hsize "${m#* }")}${w:+, means $(dec2 "${w% *}")× at $(hsize "${w#* }")}"
     else
         goal_row "latency 0 B–1 KiB vs btl tcp (medians)" "≤ 0.85" lo \
             "$(worst latmed 0 1024 lo tcp)" "${w:+means: $(dec2 "${w% *}")× at $(hsize "${w#* }")}"

@@ -26,7 +26,7 @@ expect() {
     if [ "$2" = "$3" ]; then ok "$1"; else notok "$1 (want '$2', got '$3')"; fi
 }
 
-echo "1..28"
+echo "1..31"
 
 expect "0.8546 does not meet <= 0.85" "**not met**" "$(judge 0.8546 0.85 lo)"
 expect "0.85 meets <= 0.85" "met" "$(judge 0.85 0.85 lo)"
@@ -98,6 +98,25 @@ expect "size_medians hi, even count: the lower middle" "8 0.8200 0.8000 0.8600 4
     "$(printf '8 0.80\n8 0.86\n8 0.84\n8 0.82\n' | size_medians hi)"
 # the raw pairs start at 1 B: 0 B is left out
 expect "pair_worst_size from 1 B leaves 0 B out" "0.8300 64" "$(pair_worst_size tcp 1)"
+# siwarp's plain framed TCP in the same rounds at 0.80, 0.79, 0.81 of btl
+# tcp at every size: its column, and siwarp's ratio to it (0.81/0.79 at 64 B
+# in round 2 is 1.0500, the median of 1.025, 1.0506, 1.0741)
+r=0
+for v in 0.80 0.79 0.81; do
+    printf 'latmed 0 %s us\nlatmed 8 %s us\nlatmed 64 %s us\n' "$v" "$v" "$v" > "$tmp/out.pair-fallback.$r"
+    printf 'latmed 8 0.75 us\nlatmed 64 0.75 us\n' > "$tmp/out.pair-raw.$r"
+    r=$((r + 1))
+done
+expect "pair_sizes with NUM: the plain framed TCP against btl tcp" "64 0.8000 0.7900 0.8100 3" \
+    "$(pair_sizes tcp 0 fallback | tail -n 1)"
+expect "pair_sizes against the plain framed TCP" "64 1.0506 1.0250 1.0741 3" \
+    "$(pair_sizes fallback 0 | tail -n 1)"
+pair_reps=3
+row=$(report_pair | grep '^| 64 B |')
+case $row in
+"| 64 B | 1.107× (1.09-1.16) | 0.830× (0.82-0.87) | 0.800× (0.79-0.81) | 1.051× (1.02-1.07) |") ok "report_pair: a size's row with all four ratios" ;;
+*) notok "report_pair row: $row" ;;
+esac
 
 # Paired bandwidth: siwarp against the best of two others at each size and
 # round; at 16 KiB the ratios are 1.20, 1.05, 1.15 (median 1.15), at 1 MiB
