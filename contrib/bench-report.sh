@@ -226,7 +226,7 @@ report_pair() {
            print "" }' \
         "$tmp/pairsz.raw" "$tmp/pairsz.fbtcp" "$tmp/pairsz.swfb" "$tmp/pairsz.tcp"
     [ -s "$tmp/pairsz.fbtcp" ] && echo "
-plain framed TCP: siwarp's own BTL with \`--mca btl_siwarp_mpa 0\`, a length-framed TCP stream with no MPA, DDP or CRC, in the same rounds: the leanest framing a BTL can put on a socket, so its ratio to btl tcp is what ob1 over a TCP socket reaches through this BTL on this host, and siwarp's ratio to it is what the iWARP framing and the CRC cost."
+plain framed TCP: siwarp's own BTL with \`--mca btl_siwarp_mpa 0\`, a length-framed TCP stream with no MPA, DDP or CRC, in the same rounds: its ratio to btl tcp shows where ob1 over a TCP socket lands through this BTL without iWARP, and siwarp's ratio to it what the iWARP headers and the CRC add (or save: the two receive paths differ)."
     return 0
 }
 

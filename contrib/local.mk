@@ -15,3 +15,8 @@ dist_noinst_SCRIPTS += contrib/run-main.sh contrib/netns.sh contrib/netns-mpirun
 # turnaround.c: an LD_PRELOAD probe of the user-space time per reply (built
 # by hand, see its header; the README's "where the time goes" uses it)
 EXTRA_DIST += contrib/turnaround.c
+
+# wait-pingpong.c: busy polling against sleeping in recv/poll, idle and with
+# a spinner on the core (built by hand, see its header; PERFORMANCE.md,
+# session 29)
+EXTRA_DIST += contrib/wait-pingpong.c
