@@ -312,8 +312,8 @@ rounds main "$ok_t" main_one
 # the same minutes.  Here they alternate within seconds, each round gives
 # a ratio, and the goals are judged on the median ratio.
 if [ $do_pair = 1 ] && has siwarp && has raw; then
-    # with btl tcp, siwarp's plain framed TCP as well (btl_siwarp_mpa 0): the
-    # leanest framing a BTL can put on a socket, what ob1 over TCP reaches
+    # with btl tcp, siwarp's plain framed TCP as well (btl_siwarp_mpa 0): a
+    # BTL with nothing of iWARP on the socket, where ob1 over TCP lands
     pair_t="siwarp raw"; has tcp && pair_t="siwarp raw tcp fallback"
     pair_one() {
         if [ "$1" = raw ]; then

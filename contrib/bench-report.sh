@@ -179,10 +179,11 @@ worst_size() {
 
 # pair_sizes [REF [LO [NUM]]]: size_medians of the paired latency rounds:
 # at each size LO (1) B-1 KiB, the median over the rounds of that round's
-# ratio NUM (siwarp)/REF.  Shown beside the goal, which takes the median of each
-# round's worst size (pair_median), the largest of 13 noisy ratios a
-# round: when the two differ, the miss lies in the noise of single sizes;
-# when they agree, it is at every size (contrib/PERFORMANCE.md, session 26).
+# ratio NUM (siwarp)/REF.  Shown beside the goal, which takes the median
+# of each round's worst size (pair_median), the largest of 13 noisy
+# ratios a round: when the two differ, the miss lies in the noise of
+# single sizes; when they agree, it is at every size
+# (contrib/PERFORMANCE.md, session 26).
 pair_sizes() { pair_ratios "${1:-raw}" "${2:-1}" all "${3:-siwarp}" | size_medians lo; }
 
 # pair_worst_size [REF [LO]]: "RATIO SIZE", the worst size of pair_sizes
