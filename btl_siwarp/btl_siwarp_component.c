@@ -174,10 +174,12 @@ static uint16_t get_port_be(const struct sockaddr_storage *ss)
                                     : ((const struct sockaddr_in6 *) ss)->sin6_port;
 }
 
+/* Returns 0, or the error of the last port tried. */
 static int tcp_listen_on(struct sockaddr_storage *ss, int *fd_out)
 {
     mca_btl_siwarp_component_t *c = &mca_btl_siwarp_component;
     int tries = c->port_min ? c->port_range : 1;
+    int rc = -EADDRINUSE;
 
     for (int i = 0; i < tries; i++) {
         int one = 1;
@@ -196,9 +198,36 @@ static int tcp_listen_on(struct sockaddr_storage *ss, int *fd_out)
             *fd_out = fd;
             return 0;
         }
+        rc = -errno;
         close(fd);
     }
-    return -EADDRINUSE;
+    return rc;
+}
+
+/* A selected interface got no listener: say which, on which ports and
+ * why, since the job otherwise only learns that no BTL reaches the peer
+ * ("BTLs attempted: self").  With btl_siwarp_port_min_v4 set, the usual
+ * cause is a range that other sockets (often the kernel's ephemeral ports)
+ * already hold. */
+static void listen_failed(const char *ifname, const struct sockaddr_storage *ss,
+                          const char *what, int err)
+{
+    mca_btl_siwarp_component_t *c = &mca_btl_siwarp_component;
+    char ports[96];
+
+    if (c->port_min) {
+        snprintf(ports, sizeof(ports), "%d-%d (btl_siwarp_port_min_v4, _port_range_v4)",
+                 c->port_min, c->port_min + c->port_range - 1);
+    } else {
+        snprintf(ports, sizeof(ports), "any (the kernel's choice)");
+    }
+    /* also as a verbose line: ORTE's relay of help messages loses one
+     * now and then ("Data unpack would read past end of buffer") */
+    BTL_VERBOSE(("no %s listener on %s, ports %s: %s", what, ifname, ports, strerror(-err)));
+    opal_show_help("help-mpi-btl-siwarp.txt", "no listener", true,
+                   opal_process_info.nodename ? opal_process_info.nodename : "?", ifname,
+                   opal_net_get_hostname((const struct sockaddr *) ss), what, ports,
+                   strerror(-err));
 }
 
 static int iwarp_listen_on(mca_btl_siwarp_module_t *m, struct sockaddr_storage *ss,
@@ -262,7 +291,7 @@ static int setup_interfaces(mca_btl_siwarp_module_t *m)
             struct sockaddr_storage s2 = ss;
             int r = iwarp_listen_on(m, &s2, &L->listener);
             if (r < 0) {
-                BTL_VERBOSE(("siwarp_listen on %s: %s", name, strerror(-r)));
+                listen_failed(name, &ss, "iWARP (MPA)", r);
                 L->listener = NULL;
             } else {
                 x->flags |= MCA_BTL_SIWARP_ADDR_F_IWARP;
@@ -272,8 +301,9 @@ static int setup_interfaces(mca_btl_siwarp_module_t *m)
                 x->iwarp_port = get_port_be(&s2);
             }
         }
-        if (tcp_listen_on(&L->addr, &L->tcp_fd) < 0) {
-            BTL_VERBOSE(("fallback listener on %s failed", name));
+        int r = tcp_listen_on(&L->addr, &L->tcp_fd);
+        if (r < 0) {
+            listen_failed(name, &ss, "TCP fallback", r);
             if (L->listener) {
                 siwarp_listener_destroy(L->listener);
             }

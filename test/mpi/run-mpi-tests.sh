@@ -25,6 +25,25 @@ touch "$STAMP"
 
 n=0
 failed=0
+# free_ports N: the first of N consecutive free TCP ports below the
+# kernel's ephemeral range, for tests that pin the BTL's ports: in the
+# ephemeral range any other test's connection may hold one (one CI run lost
+# 47001 that way), below it only explicitly bound sockets can
+free_ports() {
+    fp_lo=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
+    fp=$(( ${fp_lo:-32768} - 3000 ))
+    while [ $((fp + $1)) -le "${fp_lo:-32768}" ]; do
+        fq=$fp
+        while [ $fq -lt $((fp + $1)) ] &&
+              ! ss -Htan "( sport = :$fq )" 2>/dev/null | grep -q .; do
+            fq=$((fq + 1))
+        done
+        [ $fq -eq $((fp + $1)) ] && { echo "$fp"; return 0; }
+        fp=$((fq + 1))
+    done
+    echo $(( ${fp_lo:-32768} - 3000 ))
+}
+
 ok()      { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok()  { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; }
 skip()    { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
@@ -189,13 +208,14 @@ fi
 # bound is a hang check, not a speed target.
 log="$OUT/fallback_silent.log"
 if command -v bash >/dev/null 2>&1; then
-    bash -c 'for t in $(seq 40); do
-                 for p in 47000 47001; do exec {fd}<>"/dev/tcp/127.0.0.1/$p"; done 2>/dev/null
+    P=$(free_ports 2)
+    P=$P bash -c 'for t in $(seq 40); do
+                 for p in $P $((P + 1)); do exec {fd}<>"/dev/tcp/127.0.0.1/$p"; done 2>/dev/null
                  sleep 0.05
              done; exec sleep 30' &
     silent=$!
     timeout 25 $MPIRUN -np 2 --mca btl_siwarp_mpa 0 --mca btl_siwarp_if_include lo \
-        --mca btl_siwarp_port_min_v4 47000 --mca btl_siwarp_port_range_v4 2 \
+        --mca btl_siwarp_port_min_v4 "$P" --mca btl_siwarp_port_range_v4 2 \
         "$OUT/mpi_pingpong" 1048576 > "$log" 2>&1
     rc=$?
     kill "$silent" 2>/dev/null
@@ -208,6 +228,22 @@ if command -v bash >/dev/null 2>&1; then
     fi
 else
     skip "silent clients on the fallback listeners" "needs bash (/dev/tcp)"
+fi
+# Two processes on one host, one port for both: the one that finds it taken
+# must say so, naming the interface and the ports (the job then ends, as
+# no BTL reaches that process; before, only "BTLs attempted: self").
+log="$OUT/fallback_no_port.log"
+P=$(free_ports 1)
+timeout 25 $MPIRUN -np 2 --mca btl_siwarp_mpa 0 --mca btl_siwarp_if_include lo \
+    --mca btl_siwarp_port_min_v4 "$P" --mca btl_siwarp_port_range_v4 1 --mca btl_base_verbose 20 \
+    "$OUT/mpi_pingpong" 1024 > "$log" 2>&1
+rc=$?
+if [ $rc -ne 124 ] && ! grep -q "pingpong: ok" "$log" &&
+   { grep -q "Ports: *$P-$P (btl_siwarp_port_min_v4" "$log" ||
+     grep -q "no TCP fallback listener on lo, ports $P-$P .*: Address already in use" "$log"; }; then
+    ok "a port range too small for the host's processes: the listener that fails is named"
+else
+    not_ok "port range too small (exit $rc; 124: still running after 25 s)"; diag "$log"
 fi
 fi  # section fallback
 
