@@ -240,6 +240,7 @@ typedef struct mca_btl_siwarp_module_t {
     uint64_t tcp_looked_ms;          /* last look at the fallback listeners, oversubscribed */
     mca_btl_siwarp_tcp_pending_t tcp_pending[MCA_BTL_SIWARP_TCP_PENDING_MAX];
     int tcp_npending;
+    int tcp_held;                    /* a fallback frame waits for the next flush */
     int connecting;                  /* an endpoint was connecting at the last progress call */
     mca_btl_siwarp_modex_addr_t modex[MCA_BTL_SIWARP_MAX_ADDRS];
 

@@ -563,6 +563,17 @@ int mca_btl_siwarp_progress_module(mca_btl_siwarp_module_t *m)
             it = nx;
         }
     }
+    /* Nothing posted during this call waits for the next one: ob1 may have
+     * completed an MPI request on it (a receive whose FIN is among them),
+     * and the process may not call MPI again for a long time, or block
+     * outside MPI until the peer has it (the runtime's fence or connect).
+     * What this call posted still leaves in one sendmsg per peer. */
+    if (m->ctx) {
+        (void) siwarp_flush_held(m->ctx);
+    }
+    if (m->tcp_held) {
+        mca_btl_siwarp_tcp_flush_held(m);
+    }
     OPAL_THREAD_UNLOCK(&m->lock);
     return count;
 }

@@ -129,6 +129,13 @@ int  mca_btl_siwarp_ep_submit(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag
 /* Try to post a send right now; OPAL_ERR_RESOURCE_BUSY if it would queue,
  * 1 as mca_btl_siwarp_ep_submit. */
 int  mca_btl_siwarp_ep_try_send_now(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag);
+/* 1 when a Send submitted now would be handed to the kernel within the
+ * call: not held back by send coalescing for the next progress call, not
+ * queued behind other work.  btl_sendi reports its message complete to
+ * ob1 at once, and the process may then leave MPI for good (compute,
+ * block in the runtime): such a message must not wait on our next
+ * progress call, so sendi takes only those that go now. */
+int  mca_btl_siwarp_ep_send_goes_now(mca_btl_siwarp_endpoint_t *ep);
 void mca_btl_siwarp_ep_progress_pending(mca_btl_siwarp_endpoint_t *ep);
 /* First use of a CLOSED endpoint: connect over iWARP, or the fallback. */
 int  mca_btl_siwarp_ep_start_connect(mca_btl_siwarp_endpoint_t *ep);
@@ -189,6 +196,9 @@ int  mca_btl_siwarp_tcp_accept_progress(mca_btl_siwarp_module_t *m);
 void mca_btl_siwarp_tcp_accept_fini(mca_btl_siwarp_module_t *m);
 int  mca_btl_siwarp_tcp_submit(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag);
 int  mca_btl_siwarp_tcp_progress(mca_btl_siwarp_endpoint_t *ep);
+int  mca_btl_siwarp_tcp_goes_now(mca_btl_siwarp_endpoint_t *ep);
+/* Write every frame coalescing holds back (m->tcp_held set). */
+void mca_btl_siwarp_tcp_flush_held(mca_btl_siwarp_module_t *m);
 void mca_btl_siwarp_tcp_close(mca_btl_siwarp_endpoint_t *ep);
 /* btl_siwarp_fallback_rx.c */
 int  mca_btl_siwarp_tcp_rx_progress(mca_btl_siwarp_endpoint_t *ep);

@@ -548,6 +548,7 @@ int mca_btl_siwarp_tcp_submit(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag
         ep->tx_epoch = ep->module->polls;
         ep->tx_held = 0;
     } else if (++ep->tx_held <= mca_btl_siwarp_component.tx_coalesce) {
+        ep->module->tcp_held = 1;
         return OPAL_SUCCESS;
     } else {
         ep->tx_held = 0;
@@ -560,6 +561,29 @@ int mca_btl_siwarp_tcp_submit(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag
 }
 
 /* ---- progress ------------------------------------------------------------------ */
+
+SWP_HOT
+int mca_btl_siwarp_tcp_goes_now(mca_btl_siwarp_endpoint_t *ep)
+{
+    return ep->fd >= 0 && opal_list_is_empty(&ep->tx_queue) &&
+           (0 == mca_btl_siwarp_component.tx_coalesce || ep->tx_epoch != ep->module->polls);
+}
+
+void mca_btl_siwarp_tcp_flush_held(mca_btl_siwarp_module_t *m)
+{
+    mca_btl_siwarp_endpoint_t *ep, *next;
+
+    m->tcp_held = 0;
+    OPAL_LIST_FOREACH_SAFE(ep, next, &m->endpoints, mca_btl_siwarp_endpoint_t) {
+        if (ep->tx_held && MCA_BTL_SIWARP_TR_TCP == ep->transport &&
+            MCA_BTL_SIWARP_EP_CONNECTED == ep->state) {
+            ep->tx_held = 0;
+            if (tx_flush(ep) < 0) {
+                mca_btl_siwarp_ep_fail(ep, strerror(errno), 2);
+            }
+        }
+    }
+}
 
 int mca_btl_siwarp_tcp_progress(mca_btl_siwarp_endpoint_t *ep)
 {

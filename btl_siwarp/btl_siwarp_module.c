@@ -259,7 +259,13 @@ static int siwarp_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
 }
 
 /* Inline send: succeeds only if it can go out now (connected, no queue,
- * a credit and an SQ slot); otherwise hand back a descriptor. */
+ * a credit and an SQ slot, and nothing would hold it back for the next
+ * progress call); otherwise hand back a descriptor.  ob1 completes the MPI
+ * request when sendi succeeds, and the process may then block outside MPI
+ * until the peer has the message (MPI_Comm_spawn's roots wait in
+ * PMIx_Connect for ranks that wait in a bcast for them): a held message
+ * would never leave.  Through the descriptor the request completes when
+ * the message is written, and coalescing still batches a window of them. */
 SWP_HOT
 static int siwarp_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
                         opal_convertor_t *convertor, void *header, size_t header_size,
@@ -280,7 +286,8 @@ static int siwarp_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
     OPAL_THREAD_LOCK(&m->lock);
     if (MCA_BTL_SIWARP_EP_CONNECTED != ep->state || !opal_list_is_empty(&ep->pending) ||
         (MCA_BTL_SIWARP_TR_IWARP == ep->transport &&
-         (ep->send_credits <= 0 || ep->sq_free <= 0))) {
+         (ep->send_credits <= 0 || ep->sq_free <= 0)) ||
+        !mca_btl_siwarp_ep_send_goes_now(ep)) {
         OPAL_THREAD_UNLOCK(&m->lock);
         goto busy;
     }

@@ -505,6 +505,16 @@ void swp_tx_post(struct siwarp_qp *qp)
     swp_tx_progress(qp);
 }
 
+/* siwarp_qp_send_goes_now: a post now reaches swp_tx_progress (or the
+ * direct path) with nothing ahead of it.  The markers the direct path
+ * does not frame are no reason to wait: the general path writes them. */
+bool swp_tx_goes_now(const struct siwarp_qp *qp)
+{
+    return qp->state == SIWARP_QPS_RTS && qp->pl.fd >= 0 && !swp_tx_has_work(qp) &&
+           !qp->tx.tail && !qp->rtr_wait_rx && !qp->rtr_wait_resp &&
+           (!qp->init.tx_coalesce || qp->tx_epoch != qp->ctx->epoch);
+}
+
 /* Progress: write every held WR (called before the sockets are polled). */
 void swp_tx_flush_held(struct siwarp_ctx *ctx)
 {

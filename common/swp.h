@@ -515,6 +515,7 @@ void swp_tx_post(struct siwarp_qp *qp);        /* after a post: send or coalesce
  * taken, 1 taken, 2 taken and complete (SIWARP_SEND_COMPLETE_AT_POST) */
 int  swp_tx_direct_send(struct siwarp_qp *qp, const struct siwarp_send_wr *wr);
 void swp_tx_flush_held(struct siwarp_ctx *ctx); /* progress: send coalesced WRs */
+bool swp_tx_goes_now(const struct siwarp_qp *qp); /* siwarp_qp_send_goes_now */
 /* P2P start-up (qp_tx.c): the RTR timer ticks every SWP_RTR_RETRY_MS */
 #define SWP_RTR_RETRY_MS   100
 #define SWP_RTR_RETRIES    30       /* nudges, during the first 3 s */

@@ -213,6 +213,35 @@ int siwarp_post_send(struct siwarp_qp *qp, struct siwarp_send_wr *wr,
 }
 
 SWP_HOT
+int siwarp_qp_send_goes_now(struct siwarp_qp *qp)
+{
+    int now;
+
+    if (!qp)
+        return 0;
+    if (qp->ctx->hw)
+        return 1;
+    swp_lock(qp->ctx);
+    now = swp_tx_goes_now(qp);
+    swp_unlock(qp->ctx);
+    return now;
+}
+
+SWP_HOT
+int siwarp_flush_held(struct siwarp_ctx *ctx)
+{
+    if (!ctx)
+        return -EINVAL;
+    if (ctx->hw)
+        return 0;
+    swp_lock(ctx);
+    if (!swp_list_empty(&ctx->tx_held))
+        swp_tx_flush_held(ctx);
+    swp_unlock(ctx);
+    return 0;
+}
+
+SWP_HOT
 int swp_rwqe_fill(struct siwarp_ctx *ctx, struct siwarp_pd *pd, uint32_t max_sge,
                   struct swp_rwqe *w, const struct siwarp_recv_wr *wr)
 {

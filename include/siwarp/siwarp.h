@@ -282,7 +282,10 @@ struct siwarp_qp_init_attr {
      * tx_coalesce of them (the next post writes them all): one sendmsg then
      * carries many FPDUs.
      * Costs latency only to the second and later WRs of a burst, until the
-     * application next polls. */
+     * application next polls -- or until siwarp_flush_held, which a caller
+     * that may stop calling the library for a while (an MPI progress call
+     * about to return) uses so that nothing it posted waits on it;
+     * siwarp_qp_send_goes_now tells beforehand whether a post would wait. */
     uint32_t tx_coalesce;
     /* NULL, or a shared receive queue of the same PD: untagged messages
      * then land in the SRQ's buffers and siwarp_post_recv refuses the QP
@@ -369,6 +372,22 @@ void  siwarp_qp_set_context(struct siwarp_qp *qp, void *user);
  * the call, or a negative errno. */
 int  siwarp_post_send(struct siwarp_qp *qp, struct siwarp_send_wr *wr,
                       struct siwarp_send_wr **bad_wr);
+/* 1 when a Send posted on qp now would be handed to the kernel within the
+ * post, as far as the library can know: the QP is connected, nothing of it
+ * waits to be written (queued work, a P2P RTR pending) and coalescing
+ * would not hold it back (tx_coalesce 0, or the first post since the last
+ * progress call).  0 when it would wait for a later progress call.  The
+ * kernel may still take only part of it when the socket is full.  A
+ * caller that reports a message complete at post (an MPI inline send) and
+ * whose process may then stop calling the library asks first: a message it
+ * declared sent must not sit in user space.  Always 1 on a verbs device
+ * (the device sends what is posted); 0 for NULL. */
+int  siwarp_qp_send_goes_now(struct siwarp_qp *qp);
+/* Write now every Send that coalescing holds back on the context's QPs
+ * (qp_init_attr.tx_coalesce), reading no socket: one sendmsg per QP.  For
+ * a caller about to stop progressing for a while.  0, or -EINVAL; a no-op
+ * on a verbs device. */
+int  siwarp_flush_held(struct siwarp_ctx *ctx);
 int  siwarp_post_recv(struct siwarp_qp *qp, struct siwarp_recv_wr *wr,
                       struct siwarp_recv_wr **bad_wr);
 

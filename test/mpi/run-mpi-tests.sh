@@ -70,7 +70,8 @@ export OMPI_MCA_plm_rsh_agent=${OMPI_MCA_plm_rsh_agent:-false}
 export OMPI_MCA_rmaps_base_oversubscribe=1
 
 PROGS="mpi_pingpong mpi_anysrc mpi_datatype mpi_flood mpi_coll mpi_onesided mpi_remap mpi-bench
-       mpi_hostile mpi_oneway mpi_big mpi_connect_race mpi_threads mpi_regcount"
+       mpi_hostile mpi_oneway mpi_big mpi_connect_race mpi_threads mpi_regcount
+       mpi_progress_rule"
 # the TAP plan is printed at the end (tests are added and skipped by
 # environment: netns, big messages)
 
@@ -134,6 +135,10 @@ for np in 2 4; do
     run "np=$np one-sided put/get/accumulate, fence and lock (osc pt2pt)" $np "$OUT/mpi_onesided"
     MPIRUN=$MPIRUN_SAVE
     run "np=$np buffers freed/unmapped/remapped between transfers" $np "$OUT/mpi_remap"
+    flags=$(mktemp -d)
+    run "np=$np completed sends reach a peer while the sender stays out of MPI" \
+        $np "$OUT/mpi_progress_rule" "$flags"
+    rm -rf "$flags"
     if [ $np = 2 ]; then
         run "registration counters through MPI_T: up with a transfer, down when freed" \
             2 "$OUT/mpi_regcount"
@@ -162,6 +167,10 @@ run "btl_siwarp_mpa=0 on 4 ranks: all-to-all connect and unexpected-message floo
     4 --mca btl_siwarp_mpa 0 "$OUT/mpi_flood" 3000
 run "btl_siwarp_mpa=0 on 4 ranks: collectives over framed TCP" \
     4 --mca btl_siwarp_mpa 0 "$OUT/mpi_coll"
+flags=$(mktemp -d)
+run "btl_siwarp_mpa=0: completed sends reach a peer while the sender stays out of MPI" \
+    2 --mca btl_siwarp_mpa 0 "$OUT/mpi_progress_rule" "$flags"
+rm -rf "$flags"
 
 log="$OUT/fallback_mixed.log"
 timeout "$T" $MPIRUN --mca btl_base_verbose 20 -np 1 -x OMPI_MCA_btl_siwarp_mpa=0 \

@@ -808,6 +808,57 @@ TEST(tx_coalesce_held_sends_wake_the_cq_fd)
     siwarp_progress(p.ctx);                 /* must not touch the freed QP */
 }
 
+/* siwarp_qp_send_goes_now says beforehand whether a post would be held,
+ * and siwarp_flush_held writes what is held without a progress pass (it
+ * reads nothing: no completion is polled).  An MPI inline send relies on
+ * both: a message ob1 reports sent must not wait in user space for a
+ * progress call that may never come (MPI_Comm_spawn's hang). */
+TEST(tx_coalesce_goes_now_and_flush_held)
+{
+    struct pair p;
+    uint8_t b[8] = "abcdefg";
+    pair_make_qps(&p);
+    struct siwarp_qp *qp = coalesce_qp(&p, 4), *off;
+    struct siwarp_mr *m = reg(&p, b, sizeof(b), 0);
+    struct siwarp_sge s = { b, 8, siwarp_mr_stag(m) };
+
+    ASSERT_EQ(siwarp_qp_send_goes_now(qp), 1);      /* first post: at once */
+    post8(qp, &s, 1);
+    ASSERT_EQ(fpdus_waiting(p.fd[1]), 1);
+    ASSERT_EQ(siwarp_qp_send_goes_now(qp), 0);      /* the next would be held */
+    post8(qp, &s, 2);
+    post8(qp, &s, 3);
+    ASSERT_EQ(fpdus_waiting(p.fd[1]), 1);
+    ASSERT_EQ(siwarp_qp_send_goes_now(qp), 0);
+    ASSERT_OK(siwarp_flush_held(p.ctx));
+    ASSERT_EQ(fpdus_waiting(p.fd[1]), 3);            /* both held ones written */
+    ASSERT_EQ(siwarp_qp_send_goes_now(qp), 0);      /* still no progress call */
+    ASSERT_OK(siwarp_flush_held(p.ctx));            /* nothing held: a no-op */
+    ASSERT_EQ(fpdus_waiting(p.fd[1]), 3);
+    siwarp_progress(p.ctx);
+    ASSERT_EQ(siwarp_qp_send_goes_now(qp), 1);      /* a new epoch */
+    ASSERT_EQ(siwarp_qp_send_goes_now(NULL), 0);
+    ASSERT_EQ(siwarp_flush_held(NULL), -EINVAL);
+    ASSERT_OK(siwarp_destroy_qp(qp));
+
+    /* coalescing off: every post goes now, but not on a QP not connected */
+    struct pair p2;
+    pair_make_qps(&p2);
+    off = coalesce_qp(&p2, 0);
+    m = reg(&p2, b, sizeof(b), 0);
+    s.lkey = siwarp_mr_stag(m);
+    ASSERT_EQ(siwarp_qp_send_goes_now(off), 1);
+    post8(off, &s, 4);
+    ASSERT_EQ(siwarp_qp_send_goes_now(off), 1);
+    ASSERT_OK(siwarp_destroy_qp(off));
+    struct siwarp_qp *idle;
+    struct siwarp_qp_init_attr a = { .send_cq = p.cq[0], .recv_cq = p.cq[0],
+                                     .max_send_wr = 4, .max_recv_wr = 1, .max_sge = 1 };
+    ASSERT_OK(siwarp_create_qp(p.pd, &a, &idle));
+    ASSERT_EQ(siwarp_qp_send_goes_now(idle), 0);
+    ASSERT_OK(siwarp_destroy_qp(idle));
+}
+
 /* Two QPs: a long coalesced stream arrives whole and in order. */
 TEST(tx_coalesce_stream_in_order)
 {
