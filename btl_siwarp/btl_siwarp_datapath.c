@@ -269,7 +269,6 @@ int mca_btl_siwarp_ep_submit(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_
 }
 
 SWP_HOT
-SWP_HOT
 int mca_btl_siwarp_ep_send_goes_now(mca_btl_siwarp_endpoint_t *ep)
 {
     if (MCA_BTL_SIWARP_TR_TCP == ep->transport) {
@@ -278,6 +277,7 @@ int mca_btl_siwarp_ep_send_goes_now(mca_btl_siwarp_endpoint_t *ep)
     return siwarp_qp_send_goes_now(ep->qp);
 }
 
+SWP_HOT
 int mca_btl_siwarp_ep_try_send_now(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag)
 {
     int rc;
