@@ -71,7 +71,47 @@ BEGIN_C_DECLS
 enum {
     MCA_BTL_SIWARP_MSG_AM     = 1,   /* active message for `tag`, uses a credit */
     MCA_BTL_SIWARP_MSG_CREDIT = 2,   /* credit return only, uses a ctrl credit */
+    MCA_BTL_SIWARP_MSG_ATOMIC = 3,   /* atomic request, body atomic_req_t, uses a credit */
+    MCA_BTL_SIWARP_MSG_ATOMIC_RESP = 4,  /* its answer, body atomic_resp_t, uses a credit */
 };
+
+/* BTL atomics carried as messages and executed by the target's BTL with
+ * the CPU's atomic instructions (btl_siwarp_atomic.c): toward every peer,
+ * whatever the transport (iWARP Sends, verbs devices, the TCP fallback). */
+enum {
+    MCA_BTL_SIWARP_AOP_NOP   = 0,    /* nothing: a flush's round trip */
+    MCA_BTL_SIWARP_AOP_ADD   = 1,
+    MCA_BTL_SIWARP_AOP_AND   = 2,
+    MCA_BTL_SIWARP_AOP_OR    = 3,
+    MCA_BTL_SIWARP_AOP_XOR   = 4,
+    MCA_BTL_SIWARP_AOP_LAND  = 5,
+    MCA_BTL_SIWARP_AOP_LOR   = 6,
+    MCA_BTL_SIWARP_AOP_LXOR  = 7,
+    MCA_BTL_SIWARP_AOP_SWAP  = 8,
+    MCA_BTL_SIWARP_AOP_MIN   = 9,
+    MCA_BTL_SIWARP_AOP_MAX   = 10,
+    MCA_BTL_SIWARP_AOP_CSWAP = 11,
+    MCA_BTL_SIWARP_AOP_COUNT
+};
+#define MCA_BTL_SIWARP_AF_32BIT 0x01    /* a 4-byte operand, else 8 */
+#define MCA_BTL_SIWARP_AF_FLOAT 0x02    /* float (32BIT) or double */
+#define MCA_BTL_SIWARP_AF_FETCH 0x04    /* the answer carries the old value */
+typedef struct mca_btl_siwarp_atomic_req_t {
+    uint8_t  op;             /* MCA_BTL_SIWARP_AOP_* */
+    uint8_t  flags;          /* MCA_BTL_SIWARP_AF_* */
+    uint16_t reserved;       /* zero */
+    uint32_t stag;           /* the target's registration handle */
+    uint64_t addr;           /* target address, aligned (btl_siwarp_atomic.c) */
+    uint64_t operand;        /* the value (CSWAP: the value stored) */
+    uint64_t compare;        /* CSWAP only */
+    uint64_t id;             /* echoed in the answer */
+} mca_btl_siwarp_atomic_req_t;
+_Static_assert(sizeof(mca_btl_siwarp_atomic_req_t) == 40, "atomic request is 40 bytes");
+typedef struct mca_btl_siwarp_atomic_resp_t {
+    uint64_t id;
+    uint64_t value;          /* the old value (AF_FETCH), else zero */
+} mca_btl_siwarp_atomic_resp_t;
+_Static_assert(sizeof(mca_btl_siwarp_atomic_resp_t) == 16, "atomic answer is 16 bytes");
 
 typedef struct mca_btl_siwarp_hdr_t {
     uint8_t  type;           /* MCA_BTL_SIWARP_MSG_* */
@@ -332,6 +372,36 @@ void mca_btl_siwarp_srq_release(mca_btl_siwarp_module_t *m, int grant);
 int  mca_btl_siwarp_srq_repost(mca_btl_siwarp_module_t *m, struct mca_btl_siwarp_frag_t *frag);
 void mca_btl_siwarp_srq_fini(mca_btl_siwarp_module_t *m);
 int  mca_btl_siwarp_flush(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep);
+
+/* btl_siwarp_atomic.c: BTL atomics (btl_atomic_op / _fop / _cswap) */
+#define MCA_BTL_SIWARP_ATOMIC_FLAGS                                                     \
+    (MCA_BTL_ATOMIC_SUPPORTS_ADD | MCA_BTL_ATOMIC_SUPPORTS_AND | MCA_BTL_ATOMIC_SUPPORTS_OR | \
+     MCA_BTL_ATOMIC_SUPPORTS_XOR | MCA_BTL_ATOMIC_SUPPORTS_LAND |                        \
+     MCA_BTL_ATOMIC_SUPPORTS_LOR | MCA_BTL_ATOMIC_SUPPORTS_LXOR |                        \
+     MCA_BTL_ATOMIC_SUPPORTS_SWAP | MCA_BTL_ATOMIC_SUPPORTS_MIN |                        \
+     MCA_BTL_ATOMIC_SUPPORTS_MAX | MCA_BTL_ATOMIC_SUPPORTS_32BIT |                       \
+     MCA_BTL_ATOMIC_SUPPORTS_FLOAT | MCA_BTL_ATOMIC_SUPPORTS_CSWAP |                     \
+     MCA_BTL_ATOMIC_SUPPORTS_GLOB)
+int  mca_btl_siwarp_atomic_op(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                              uint64_t remote_address,
+                              mca_btl_base_registration_handle_t *remote_handle,
+                              mca_btl_base_atomic_op_t op, uint64_t operand, int flags,
+                              int order, mca_btl_base_rdma_completion_fn_t cbfunc,
+                              void *cbcontext, void *cbdata);
+int  mca_btl_siwarp_atomic_fop(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                               void *local_address, uint64_t remote_address,
+                               mca_btl_base_registration_handle_t *local_handle,
+                               mca_btl_base_registration_handle_t *remote_handle,
+                               mca_btl_base_atomic_op_t op, uint64_t operand, int flags,
+                               int order, mca_btl_base_rdma_completion_fn_t cbfunc,
+                               void *cbcontext, void *cbdata);
+int  mca_btl_siwarp_atomic_cswap(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                                 void *local_address, uint64_t remote_address,
+                                 mca_btl_base_registration_handle_t *local_handle,
+                                 mca_btl_base_registration_handle_t *remote_handle,
+                                 uint64_t compare, uint64_t value, int flags, int order,
+                                 mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                                 void *cbdata);
 
 END_C_DECLS
 #endif /* MCA_BTL_SIWARP_H */

@@ -40,11 +40,12 @@ static void unfill_credits(mca_btl_siwarp_endpoint_t *ep, const mca_btl_siwarp_h
 SWP_HOT
 static int iwarp_post(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag)
 {
-    struct siwarp_send_wr wr, *bad;
+    struct siwarp_send_wr wr, fence, *bad;
     struct siwarp_sge sge, sgl[2];
+    int slots = MCA_BTL_SIWARP_FRAG_PUT == frag->type ? 2 : 1;
     int rc;
 
-    if (ep->sq_free <= 0) {
+    if (ep->sq_free < slots) {
         return OPAL_ERR_RESOURCE_BUSY;
     }
     memset(&wr, 0, sizeof(wr));
@@ -58,7 +59,7 @@ static int iwarp_post(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag
         if (ep->send_credits <= 0) {
             return OPAL_ERR_RESOURCE_BUSY;
         }
-        frag->hdr->type = MCA_BTL_SIWARP_MSG_AM;
+        frag->hdr->type = frag->msg_type;
         frag->hdr->tag = frag->tag;
         fill_credits(ep, frag->hdr);
         sge.addr = frag->hdr;
@@ -88,6 +89,23 @@ static int iwarp_post(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag
         if (0 == frag->rdma_size) {
             wr.num_sge = 0;
         }
+        if (MCA_BTL_SIWARP_FRAG_PUT == frag->type) {
+            /* A Write completes when its bytes have left; a put completes
+             * when they are placed (osc/rdma hands the target's memory to
+             * other ranks once its put is done).  So the Write goes
+             * unsignaled (wr_id 0: only a flush reports it) and a
+             * zero-length Read behind it carries the completion: the
+             * responder answers a Read only after handling the Writes
+             * before it in the stream (RFC 5040 5.5), and a zero-length
+             * one names no buffer (RFC 5040 4.4). */
+            memset(&fence, 0, sizeof(fence));
+            fence.wr_id = wr.wr_id;
+            fence.opcode = SIWARP_WR_READ;
+            fence.send_flags = SIWARP_SEND_SIGNALED;
+            wr.wr_id = 0;
+            wr.send_flags = 0;
+            wr.next = &fence;
+        }
         break;
     default:
         return OPAL_ERR_BAD_PARAM;
@@ -113,7 +131,7 @@ static int iwarp_post(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag
     if (1 == rc) {
         return 1;
     }
-    ep->sq_free--;
+    ep->sq_free -= slots;
     ep->outstanding++;
     return OPAL_SUCCESS;
 }
@@ -231,6 +249,9 @@ int mca_btl_siwarp_ep_submit(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_
     int rc;
 
     frag->endpoint = ep;
+    if (OPAL_UNLIKELY(MCA_BTL_SIWARP_TR_SELF == ep->transport)) {
+        return OPAL_ERR_UNREACH;    /* btl self carries messages to ourselves */
+    }
     switch (ep->state) {
     case MCA_BTL_SIWARP_EP_FAILED:
         return OPAL_ERR_UNREACH;
@@ -307,8 +328,8 @@ static int deliver(mca_btl_siwarp_module_t *m, mca_btl_siwarp_endpoint_t *ep,
                      OPAL_NAME_PRINT(ep->name)));
         mca_btl_siwarp_ep_progress_connect(ep);
     }
-    if (byte_len < sizeof(*hdr) ||
-        (MCA_BTL_SIWARP_MSG_AM != hdr->type && MCA_BTL_SIWARP_MSG_CREDIT != hdr->type)) {
+    if (byte_len < sizeof(*hdr) || hdr->type < MCA_BTL_SIWARP_MSG_AM ||
+        hdr->type > MCA_BTL_SIWARP_MSG_ATOMIC_RESP) {
         BTL_ERROR(("siwarp: malformed message from %s (%u bytes, type %u)",
                    OPAL_NAME_PRINT(ep->name), byte_len,
                    byte_len < sizeof(*hdr) ? 0 : hdr->type));
@@ -333,6 +354,17 @@ static int deliver(mca_btl_siwarp_module_t *m, mca_btl_siwarp_endpoint_t *ep,
         if (reg->cbfunc) {
             reg->cbfunc(&m->super, hdr->tag, &des, reg->cbdata);
         }
+    } else if (MCA_BTL_SIWARP_MSG_CREDIT != hdr->type) {
+        int rc = mca_btl_siwarp_atomic_recv(ep, hdr, byte_len);
+        if (rc < 0) {
+            if (-1 == rc) {
+                BTL_ERROR(("siwarp: malformed atomic message from %s (%u bytes)",
+                           OPAL_NAME_PRINT(ep->name), byte_len));
+            }
+            mca_btl_siwarp_ep_fail(ep, -1 == rc ? "malformed atomic message"
+                                                : "refused a remote atomic", 2);
+            return -1;
+        }
     }
     return 0;
 }
@@ -342,8 +374,8 @@ static int deliver(mca_btl_siwarp_module_t *m, mca_btl_siwarp_endpoint_t *ep,
 SWP_HOT
 static void owe_credit(mca_btl_siwarp_endpoint_t *ep, const mca_btl_siwarp_hdr_t *hdr)
 {
-    if (MCA_BTL_SIWARP_MSG_AM == hdr->type) {
-        ep->owed_credits++;
+    if (MCA_BTL_SIWARP_MSG_CREDIT != hdr->type) {
+        ep->owed_credits++;     /* AM and atomics use AM credits */
     } else {
         ep->owed_ctrl++;
     }
@@ -459,6 +491,9 @@ int mca_btl_siwarp_ep_handle_wc(mca_btl_siwarp_module_t *m, struct siwarp_wc *wc
     mca_btl_siwarp_frag_t *frag = (mca_btl_siwarp_frag_t *) (uintptr_t) wc->wr_id;
     mca_btl_siwarp_endpoint_t *ep;
 
+    if (0 == wc->wr_id) {
+        return 0;           /* a put's unsignaled Write, flushed: its Read reports */
+    }
     if (SIWARP_WC_SRQ_LAST == wc->opcode) {
         /* a QP on the SRQ left full operation (no frag): a peer that only
          * sent to us is lost, and this is the only completion that says so */
@@ -489,7 +524,7 @@ int mca_btl_siwarp_ep_handle_wc(mca_btl_siwarp_module_t *m, struct siwarp_wc *wc
         return 1;
     }
 
-    ep->sq_free++;
+    ep->sq_free += MCA_BTL_SIWARP_FRAG_PUT == frag->type ? 2 : 1;
     ep->outstanding--;
     if (SIWARP_WC_SUCCESS != wc->status) {
         wc_failed(ep, wc, 1);

@@ -28,6 +28,8 @@ static void ep_construct(mca_btl_siwarp_endpoint_t *ep)
     OBJ_CONSTRUCT(&ep->pending, opal_list_t);
     OBJ_CONSTRUCT(&ep->tx_queue, opal_list_t);
     OBJ_CONSTRUCT(&ep->gets_inflight, opal_list_t);
+    OBJ_CONSTRUCT(&ep->atomics, opal_list_t);
+    ep->atomic_id = 1;
     ep->on_active = 0;
     ep->module = NULL;
     ep->proc = NULL;
@@ -62,6 +64,7 @@ static void ep_destruct(mca_btl_siwarp_endpoint_t *ep)
     OBJ_DESTRUCT(&ep->pending);
     OBJ_DESTRUCT(&ep->tx_queue);
     OBJ_DESTRUCT(&ep->gets_inflight);
+    OBJ_DESTRUCT(&ep->atomics);
     free(ep->addrs);
     free(ep->rx_buf);
     free(ep->rx_stage);
@@ -145,6 +148,23 @@ mca_btl_siwarp_endpoint_t *mca_btl_siwarp_ep_create(mca_btl_siwarp_module_t *m,
     ep->name = proc->proc_name;
     ep->addrs = data;
     ep->num_addrs = (int) (size / sizeof(*data));
+    opal_list_append(&m->endpoints, &ep->super);
+    return ep;
+}
+
+mca_btl_siwarp_endpoint_t *mca_btl_siwarp_ep_create_self(mca_btl_siwarp_module_t *m,
+                                                         opal_proc_t *proc)
+{
+    mca_btl_siwarp_endpoint_t *ep = OBJ_NEW(mca_btl_siwarp_endpoint_t);
+
+    if (NULL == ep) {
+        return NULL;
+    }
+    ep->module = m;
+    ep->proc = proc;
+    ep->name = proc->proc_name;
+    ep->transport = MCA_BTL_SIWARP_TR_SELF;
+    ep->state = MCA_BTL_SIWARP_EP_CONNECTED;     /* nothing to set up */
     opal_list_append(&m->endpoints, &ep->super);
     return ep;
 }
@@ -623,6 +643,7 @@ void mca_btl_siwarp_ep_fail(mca_btl_siwarp_endpoint_t *ep, const char *why, int 
     while (NULL != (frag = (mca_btl_siwarp_frag_t *) opal_list_remove_first(&ep->pending))) {
         mca_btl_siwarp_frag_complete(m, frag, OPAL_ERR_UNREACH);
     }
+    mca_btl_siwarp_atomic_fail_all(ep, OPAL_ERR_UNREACH);
 }
 
 void mca_btl_siwarp_ep_release(mca_btl_siwarp_endpoint_t *ep)
@@ -636,6 +657,7 @@ void mca_btl_siwarp_ep_release(mca_btl_siwarp_endpoint_t *ep)
     while (NULL != (frag = (mca_btl_siwarp_frag_t *) opal_list_remove_first(&ep->pending))) {
         mca_btl_siwarp_frag_complete(ep->module, frag, OPAL_ERR_UNREACH);
     }
+    mca_btl_siwarp_atomic_fail_all(ep, OPAL_ERR_UNREACH);
     if (MCA_BTL_SIWARP_TR_TCP == ep->transport) {
         mca_btl_siwarp_tcp_close(ep);
     }

@@ -47,6 +47,7 @@ typedef enum {
 
 typedef enum {
     MCA_BTL_SIWARP_TR_NONE,
+    MCA_BTL_SIWARP_TR_SELF,     /* this process: put, get and atomics run here */
     MCA_BTL_SIWARP_TR_IWARP,
     MCA_BTL_SIWARP_TR_TCP,
 } mca_btl_siwarp_transport_t;
@@ -109,6 +110,10 @@ struct mca_btl_base_endpoint_t {
     mca_btl_siwarp_frag_t *rx_get;      /* GET_RESP target */
     opal_list_t gets_inflight;          /* our GET_REQs awaiting data */
 
+    /* atomics (btl_siwarp_atomic.c), either transport */
+    opal_list_t atomics;                /* our requests awaiting their answer */
+    uint64_t atomic_id;                 /* the next request's id */
+
     opal_list_t pending;                /* frags waiting for connection, credits, SQ */
 };
 typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
@@ -117,6 +122,18 @@ OBJ_CLASS_DECLARATION(mca_btl_siwarp_endpoint_t);
 
 mca_btl_siwarp_endpoint_t *mca_btl_siwarp_ep_create(mca_btl_siwarp_module_t *m,
                                                     opal_proc_t *proc);
+/* The endpoint for this process itself: osc/rdma reads the rank -> node
+ * map, lock words and windows of every rank through the RDMA BTL, its own
+ * included (when it leads its node), so the BTL reaches itself for put,
+ * get and atomics, done in place (btl_siwarp_rdma.c, btl_siwarp_atomic.c).
+ * Sends to it are refused: btl self carries them. */
+mca_btl_siwarp_endpoint_t *mca_btl_siwarp_ep_create_self(mca_btl_siwarp_module_t *m,
+                                                         opal_proc_t *proc);
+/* NULL (osc/rdma passes none for itself at times) or the self endpoint */
+static inline int mca_btl_siwarp_ep_is_self(const mca_btl_siwarp_endpoint_t *ep)
+{
+    return NULL == ep || MCA_BTL_SIWARP_TR_SELF == ep->transport;
+}
 mca_btl_siwarp_endpoint_t *mca_btl_siwarp_ep_lookup(mca_btl_siwarp_module_t *m,
                                                     const opal_process_name_t *name,
                                                     int create);
@@ -197,6 +214,25 @@ void mca_btl_siwarp_tcp_accept_fini(mca_btl_siwarp_module_t *m);
 int  mca_btl_siwarp_tcp_submit(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag);
 int  mca_btl_siwarp_tcp_progress(mca_btl_siwarp_endpoint_t *ep);
 int  mca_btl_siwarp_tcp_goes_now(mca_btl_siwarp_endpoint_t *ep);
+
+/* btl_siwarp_atomic.c.  A received MSG_ATOMIC / MSG_ATOMIC_RESP (hdr and
+ * len: the whole message): 0, -1 malformed, -2 refused access (reported);
+ * the caller fails the endpoint on < 0. */
+int  mca_btl_siwarp_atomic_recv(mca_btl_siwarp_endpoint_t *ep, const mca_btl_siwarp_hdr_t *hdr,
+                                size_t len);
+/* Queue one request (op MCA_BTL_SIWARP_AOP_*, flags MCA_BTL_SIWARP_AF_*),
+ * completed through cbfunc when the answer comes; under the module lock. */
+int  mca_btl_siwarp_atomic_submit(mca_btl_siwarp_endpoint_t *ep, int op, int flags,
+                                  void *local_address, uint64_t remote_address,
+                                  mca_btl_base_registration_handle_t *local_handle,
+                                  uint32_t remote_stag, uint64_t operand, uint64_t compare,
+                                  mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                                  void *cbdata);
+/* A fallback PUT frame is written: complete `put` when a NOP request sent
+ * behind it is answered (the target has placed it then). */
+int  mca_btl_siwarp_atomic_fence(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *put);
+/* Complete every request still awaiting its answer with `status`. */
+void mca_btl_siwarp_atomic_fail_all(mca_btl_siwarp_endpoint_t *ep, int status);
 /* Write every frame coalescing holds back (m->tcp_held set). */
 void mca_btl_siwarp_tcp_flush_held(mca_btl_siwarp_module_t *m);
 void mca_btl_siwarp_tcp_close(mca_btl_siwarp_endpoint_t *ep);

@@ -396,6 +396,13 @@ static void tx_done(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag)
     case MCA_BTL_SIWARP_FRAG_GET:
         opal_list_append(&ep->gets_inflight, &frag->base.super.super);
         break;
+    case MCA_BTL_SIWARP_FRAG_PUT:
+        /* written is not placed: the put completes with the answer to a
+         * NOP atomic behind it (btl_siwarp_atomic.c) */
+        if (OPAL_SUCCESS != mca_btl_siwarp_atomic_fence(ep, frag)) {
+            mca_btl_siwarp_frag_complete(ep->module, frag, OPAL_ERR_OUT_OF_RESOURCE);
+        }
+        break;
     default:
         mca_btl_siwarp_frag_complete(ep->module, frag, OPAL_SUCCESS);
         break;
@@ -490,7 +497,7 @@ int mca_btl_siwarp_tcp_submit(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag
             frag->segments[0].seg_len += frag->segments[1].seg_len;
             frag->base.des_segment_count = 1;
         }
-        frag->hdr->type = MCA_BTL_SIWARP_MSG_AM;
+        frag->hdr->type = frag->msg_type;
         frag->hdr->tag = frag->tag;
         frag->hdr->credits = frag->hdr->ctrl_credits = frag->hdr->reserved = 0;
         body = sizeof(mca_btl_siwarp_hdr_t) + frag->segments[0].seg_len;

@@ -163,6 +163,9 @@ static int rx_data(mca_btl_siwarp_endpoint_t *ep, uint8_t *body)
         body = ep->rx_buf;
     }
     hdr = (mca_btl_siwarp_hdr_t *) body;
+    if (MCA_BTL_SIWARP_MSG_ATOMIC == hdr->type || MCA_BTL_SIWARP_MSG_ATOMIC_RESP == hdr->type) {
+        return mca_btl_siwarp_atomic_recv(ep, hdr, ep->rx_len);
+    }
     if (MCA_BTL_SIWARP_MSG_AM != hdr->type) {
         return -1;
     }

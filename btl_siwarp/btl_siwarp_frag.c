@@ -60,6 +60,7 @@ mca_btl_siwarp_frag_t *mca_btl_siwarp_frag_alloc_eager(mca_btl_siwarp_module_t *
         return NULL;
     }
     frag->type = MCA_BTL_SIWARP_FRAG_SEND;
+    frag->msg_type = MCA_BTL_SIWARP_MSG_AM;
     frag->on_srq = 0;
     frag->base.des_segments = frag->segments;
     frag->base.des_segment_count = 1;
@@ -115,6 +116,7 @@ void mca_btl_siwarp_frag_complete(mca_btl_siwarp_module_t *m, mca_btl_siwarp_fra
     }
     case MCA_BTL_SIWARP_FRAG_PUT:
     case MCA_BTL_SIWARP_FRAG_GET:
+    case MCA_BTL_SIWARP_FRAG_ATOMIC:
         if (frag->cbfunc) {
             frag->cbfunc(&m->super, frag->endpoint, frag->local_address,
                          frag->local_handle, frag->cbcontext, frag->cbdata, status);

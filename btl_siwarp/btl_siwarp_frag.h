@@ -21,6 +21,7 @@ typedef enum {
     MCA_BTL_SIWARP_FRAG_GET,
     MCA_BTL_SIWARP_FRAG_GET_RESP, /* fallback only: data answering a GET_REQ */
     MCA_BTL_SIWARP_FRAG_HELLO,    /* fallback only: connection handshake */
+    MCA_BTL_SIWARP_FRAG_ATOMIC,   /* an atomic awaiting its answer (no buffer) */
 } mca_btl_siwarp_frag_type_t;
 
 typedef struct mca_btl_siwarp_frag_t {
@@ -35,12 +36,15 @@ typedef struct mca_btl_siwarp_frag_t {
     mca_btl_siwarp_hdr_t *hdr;      /* start of the registered buffer */
     uint32_t lkey;
     mca_btl_base_tag_t tag;
+    uint8_t msg_type;               /* MCA_BTL_SIWARP_MSG_AM, or an atomic's */
 
     /* rdma */
     void *local_address;
     uint64_t remote_address;
     uint32_t local_stag, remote_stag;
     size_t rdma_size;
+    uint64_t atomic_id;             /* ATOMIC: the request's id */
+    int atomic_flags;               /* ATOMIC: MCA_BTL_SIWARP_AF_* */
     mca_btl_base_registration_handle_t *local_handle;
     mca_btl_base_rdma_completion_fn_t cbfunc;
     void *cbcontext, *cbdata;

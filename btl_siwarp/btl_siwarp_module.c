@@ -55,10 +55,17 @@ static int siwarp_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc
         mca_btl_siwarp_endpoint_t *ep;
         int usable = 0;
 
+        ep = mca_btl_siwarp_ep_lookup(m, &procs[i]->proc_name, 0);
         if (procs[i] == me) {
+            if (NULL == ep && NULL == (ep = mca_btl_siwarp_ep_create_self(m, me))) {
+                continue;
+            }
+            peers[i] = ep;
+            if (reachable) {
+                opal_bitmap_set_bit(reachable, (int) i);
+            }
             continue;
         }
-        ep = mca_btl_siwarp_ep_lookup(m, &procs[i]->proc_name, 0);
         if (NULL == ep) {
             ep = mca_btl_siwarp_ep_create(m, procs[i]);
         }
@@ -460,6 +467,10 @@ const mca_btl_base_module_t mca_btl_siwarp_module_template = {
     .btl_deregister_mem = mca_btl_siwarp_deregister_mem,
     .btl_register_error = siwarp_register_error,
     .btl_flush = mca_btl_siwarp_flush,
+    .btl_atomic_op = mca_btl_siwarp_atomic_op,
+    .btl_atomic_fop = mca_btl_siwarp_atomic_fop,
+    .btl_atomic_cswap = mca_btl_siwarp_atomic_cswap,
+    .btl_atomic_flags = MCA_BTL_SIWARP_ATOMIC_FLAGS,
     .btl_exclusivity = MCA_BTL_EXCLUSIVITY_LOW + 200,   /* above btl_tcp */
     .btl_latency = 50,
     .btl_bandwidth = 10000,
@@ -470,7 +481,8 @@ const mca_btl_base_module_t mca_btl_siwarp_module_template = {
     .btl_rdma_pipeline_frag_size = 4 * 1024 * 1024,
     .btl_min_rdma_pipeline_size = 256 * 1024,
     .btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_PUT | MCA_BTL_FLAGS_GET |
-                 MCA_BTL_FLAGS_RDMA_COMPLETION,
+                 MCA_BTL_FLAGS_RDMA_COMPLETION | MCA_BTL_FLAGS_ATOMIC_OPS |
+                 MCA_BTL_FLAGS_ATOMIC_FOPS,
     .btl_registration_handle_size = sizeof(mca_btl_base_registration_handle_t),
     .btl_get_limit = 1024 * 1024 * 1024,
     .btl_get_alignment = 0,

@@ -65,7 +65,9 @@ static int rcache_reg(void *reg_data, void *base, size_t size,
                                    ((access & SIWARP_ACCESS_REMOTE_READ) ?
                                     MCA_BTL_SIWARP_REGTAB_READ : 0) |
                                    ((access & SIWARP_ACCESS_REMOTE_WRITE) ?
-                                    MCA_BTL_SIWARP_REGTAB_WRITE : 0));
+                                    MCA_BTL_SIWARP_REGTAB_WRITE : 0) |
+                                   ((base_reg->access_flags & MCA_RCACHE_ACCESS_REMOTE_ATOMIC) ?
+                                    MCA_BTL_SIWARP_REGTAB_ATOMIC : 0));
     if (rc < 0) {
         BTL_ERROR(("siwarp: registration table: stag 0x%08x: %s", reg->handle.stag,
                    strerror(-rc)));
@@ -190,6 +192,19 @@ static int rdma_submit(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_
     if (OPAL_UNLIKELY(size > limit || size > UINT32_MAX)) {
         return OPAL_ERR_NOT_AVAILABLE;
     }
+    if (OPAL_UNLIKELY(mca_btl_siwarp_ep_is_self(ep))) {
+        /* this process itself (mca_btl_siwarp_ep_create_self): a copy,
+         * then the completion, before the call returns */
+        if (MCA_BTL_SIWARP_FRAG_PUT == type) {
+            memmove((void *) (uintptr_t) remote_address, local_address, size);
+        } else {
+            memmove(local_address, (void *) (uintptr_t) remote_address, size);
+        }
+        if (cbfunc) {
+            cbfunc(btl, NULL, local_address, local_handle, cbcontext, cbdata, OPAL_SUCCESS);
+        }
+        return OPAL_SUCCESS;
+    }
     if (OPAL_UNLIKELY(NULL == remote_handle ||
                       (NULL == local_handle && MCA_BTL_SIWARP_TR_TCP != ep->transport))) {
         return OPAL_ERR_BAD_PARAM;
@@ -244,7 +259,9 @@ int mca_btl_siwarp_get(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_
                        local_handle, remote_handle, size, cbfunc, cbcontext, cbdata);
 }
 
-/* Wait until every put/get posted before the call has completed. */
+/* Wait until every put, get and atomic posted before the call is complete
+ * at the target (osc/rdma's MPI_Win_flush): each completes only once it is
+ * (a put's completion is its placement, see iwarp_post). */
 int mca_btl_siwarp_flush(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep)
 {
     mca_btl_siwarp_module_t *m = (mca_btl_siwarp_module_t *) btl;
@@ -256,7 +273,8 @@ int mca_btl_siwarp_flush(mca_btl_base_module_t *btl, struct mca_btl_base_endpoin
         OPAL_LIST_FOREACH(e, &m->endpoints, mca_btl_siwarp_endpoint_t) {
             if ((NULL == ep || e == ep) && MCA_BTL_SIWARP_EP_FAILED != e->state &&
                 (e->outstanding > 0 || !opal_list_is_empty(&e->pending) ||
-                 !opal_list_is_empty(&e->tx_queue) || !opal_list_is_empty(&e->gets_inflight))) {
+                 !opal_list_is_empty(&e->tx_queue) || !opal_list_is_empty(&e->gets_inflight) ||
+                 !opal_list_is_empty(&e->atomics))) {
                 busy = 1;
                 break;
             }

@@ -4,10 +4,11 @@
  *
  * On iWARP, libsiwarp checks every tagged placement and RDMA Read against
  * its MR table.  On the fallback transport the BTL places and reads memory
- * itself, so it keeps its own copy of that table and checks each PUT /
- * GET_REQ from a peer in the same fixed order: handle valid -> rights ->
- * bounds (addr + len overflow checked).  A peer can never make us touch
- * memory outside what we registered.
+ * itself, and it executes every peer's atomics itself on either transport
+ * (btl_siwarp_atomic.c), so it keeps its own copy of that table and checks
+ * each PUT / GET_REQ / atomic from a peer in the same fixed order: handle
+ * valid -> rights -> bounds (addr + len overflow checked).  A peer can never
+ * make us touch memory outside what we registered.
  *
  * Plain C with no Open MPI dependency, so test/mpi/test_regtab.c drives it
  * directly.  Functions return 0 or a negative errno.  Thread safe.
@@ -21,6 +22,7 @@
 
 #define MCA_BTL_SIWARP_REGTAB_READ  0x1u   /* peer may read (GET) */
 #define MCA_BTL_SIWARP_REGTAB_WRITE 0x2u   /* peer may write (PUT) */
+#define MCA_BTL_SIWARP_REGTAB_ATOMIC 0x4u  /* peer may update it atomically */
 
 typedef struct mca_btl_siwarp_regtab_entry_t {
     uint32_t stag;          /* 0: empty slot */
