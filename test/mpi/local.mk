@@ -3,9 +3,11 @@
 # per target), into $(builddir)/test/mpi; the driver prints TAP.
 
 if HAVE_OMPI
-TESTS += test/mpi/run-mpi-tests.sh test/mpi/valgrind-mpi.sh
+TESTS += test/mpi/run-mpi-tests.sh test/mpi/run-rma-tests.sh test/mpi/valgrind-mpi.sh
 endif
-dist_noinst_SCRIPTS += test/mpi/run-mpi-tests.sh test/mpi/valgrind-mpi.sh
+dist_noinst_SCRIPTS += test/mpi/run-mpi-tests.sh test/mpi/run-rma-tests.sh \
+	test/mpi/valgrind-mpi.sh
+EXTRA_DIST += test/mpi/lib-mpi-tap.sh
 EXTRA_DIST += \
 	test/mpi/mpi_common.h \
 	test/mpi/mpi_pingpong.c \
@@ -22,6 +24,8 @@ EXTRA_DIST += \
 	test/mpi/mpi_threads.c \
 	test/mpi/mpi_regcount.c \
 	test/mpi/mpi_progress_rule.c \
+	test/mpi/mpi_rma.c \
+	test/mpi/mpi_hostile_atomic.c \
 	test/mpi/test_regtab.c \
 	test/mpi/mpi-bench.c \
 	test/mpi/mpi-connect.c
@@ -29,4 +33,5 @@ CLEANFILES += test/mpi/*.log test/mpi/mpi_pingpong test/mpi/mpi_anysrc \
 	test/mpi/mpi_datatype test/mpi/mpi_flood test/mpi/mpi_coll \
 	test/mpi/mpi_onesided test/mpi/mpi_remap test/mpi/mpi-bench test/mpi/mpi-connect \
 	test/mpi/mpi_hostile test/mpi/mpi_oneway test/mpi/mpi_big test/mpi/mpi_connect_race test/mpi/mpi_progress_rule \
+	test/mpi/mpi_rma test/mpi/mpi_hostile_atomic \
 	test/mpi/mpi_threads test/mpi/mpi_regcount test/mpi/test_regtab

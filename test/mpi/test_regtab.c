@@ -1,6 +1,7 @@
 /*
- * test_regtab.c - the fallback's registration table (btl_siwarp_regtab.c),
- * driven directly: handle -> rights -> bounds in that order, overflow of
+ * test_regtab.c - the registration table that the fallback's put/get and
+ * every peer's atomics are checked against (btl_siwarp_regtab.c), driven
+ * directly: handle -> rights -> bounds in that order, overflow of
  * addr + len, removal keeping other entries findable, growth to many
  * entries.  Built by run-mpi-tests.sh with plain cc; prints TAP-ish lines
  * and exits non-zero on the first failure.
@@ -13,6 +14,7 @@
 
 #define R MCA_BTL_SIWARP_REGTAB_READ
 #define W MCA_BTL_SIWARP_REGTAB_WRITE
+#define A MCA_BTL_SIWARP_REGTAB_ATOMIC
 
 static int failures;
 #define EXPECT(expr, want)                                                          \
@@ -50,6 +52,13 @@ int main(void)
     EXPECT(mca_btl_siwarp_regtab_check(&t, 0x200, base + len, 8, W), -EACCES);
     EXPECT(mca_btl_siwarp_regtab_check(&t, 0x200, base, 8, W), -EACCES);
     EXPECT(mca_btl_siwarp_regtab_check(&t, 0x200, base + len, 8, R), 0);
+    /* the atomic right is its own: write access does not grant it */
+    EXPECT(mca_btl_siwarp_regtab_check(&t, 0x100, base, 8, A), -EACCES);
+    EXPECT(mca_btl_siwarp_regtab_add(&t, 0x400, base + 4 * len, len, W | A), 0);
+    EXPECT(mca_btl_siwarp_regtab_check(&t, 0x400, base + 4 * len + 8, 8, A), 0);
+    EXPECT(mca_btl_siwarp_regtab_check(&t, 0x400, base + 4 * len, 8, R), -EACCES);
+    EXPECT(mca_btl_siwarp_regtab_check(&t, 0x400, base + 5 * len - 4, 8, A), -ERANGE);
+    EXPECT(mca_btl_siwarp_regtab_remove(&t, 0x400), 0);
     /* bounds: one byte below, one past, straddling, another region's range */
     EXPECT(mca_btl_siwarp_regtab_check(&t, 0x100, base - 1, 1, W), -ERANGE);
     EXPECT(mca_btl_siwarp_regtab_check(&t, 0x100, base + len, 1, W), -ERANGE);

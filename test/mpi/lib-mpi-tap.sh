@@ -1,0 +1,56 @@
+# lib-mpi-tap.sh - sourced by the MPI test drivers: TAP helpers, where the
+# build is, and the environment every mpirun of theirs needs.
+#
+# Sets srcdir, BUILDDIR, T (seconds per mpirun: MPI_TEST_TIMEOUT, default
+# 180), COMP (the component's directory), OUT (where programs and logs go),
+# and exports the component path and the root and launch settings.  The
+# caller checks `mpi_tap_usable` before its first test.
+
+srcdir=${srcdir:-$(dirname "$0")/../..}
+case $srcdir in /*) ;; *) srcdir=$(cd "$srcdir" && pwd) ;; esac
+BUILDDIR=${BUILDDIR:-$(pwd)}
+T=${MPI_TEST_TIMEOUT:-180}
+COMP=$BUILDDIR/btl_siwarp/.libs
+OUT=$BUILDDIR/test/mpi
+mkdir -p "$OUT"
+
+n=0
+failed=0
+ok()      { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok()  { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; }
+skip()    { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
+diag()    { sed 's/^/# /' "$1" | tail -n 25; }
+# log_name NAME: a log file under $OUT named after a test
+log_name() { echo "$OUT/$(echo "$1" | tr -c 'A-Za-z0-9.=-' '_' | tr -s _ | cut -c1-80).log"; }
+
+# mpi_tap_usable: 0 when mpicc, mpirun and the built component are there;
+# otherwise prints the TAP skip plan naming what is missing.
+mpi_tap_usable() {
+    if ! command -v mpicc >/dev/null 2>&1 || ! command -v mpirun >/dev/null 2>&1; then
+        echo "1..0 # SKIP mpicc/mpirun not installed"
+        return 1
+    fi
+    if [ ! -f "$COMP/mca_btl_siwarp.so" ]; then
+        echo "1..0 # SKIP $COMP/mca_btl_siwarp.so not built (configure found no Open MPI headers?)"
+        return 1
+    fi
+    return 0
+}
+
+# Open MPI finds the component in the build tree; root needs the two flags.
+OMPI_DIR=$(ompi_info --path pkglibdir --parsable 2>/dev/null | sed -n 's/^path:pkglibdir://p')
+[ -n "$OMPI_DIR" ] || OMPI_DIR=/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3
+export OMPI_MCA_mca_base_component_path="$COMP:$OMPI_DIR"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# keep Open MPI from probing for an rsh agent / hostfile in odd containers
+export OMPI_MCA_plm_rsh_agent=${OMPI_MCA_plm_rsh_agent:-false}
+export OMPI_MCA_rmaps_base_oversubscribe=1
+
+# netns_why: empty when two network namespaces can be made here, else why not
+netns_why() {
+    if [ "$(id -u)" != 0 ]; then echo "not root"
+    elif ! command -v ip >/dev/null 2>&1; then echo "ip (iproute2) not installed"
+    elif ! "$srcdir/contrib/netns.sh" check >/dev/null 2>&1; then echo "ip netns unavailable here"
+    elif ! command -v unshare >/dev/null 2>&1; then echo "unshare (util-linux) not installed"
+    fi
+}
