@@ -28,6 +28,7 @@ EXTRA_DIST += \
 	test/mpi/mpi_hostile_atomic.c \
 	test/mpi/test_regtab.c \
 	test/mpi/mpi-bench.c \
+	test/mpi/mpi-rma-bench.c \
 	test/mpi/mpi-connect.c
 CLEANFILES += test/mpi/*.log test/mpi/mpi_pingpong test/mpi/mpi_anysrc \
 	test/mpi/mpi_datatype test/mpi/mpi_flood test/mpi/mpi_coll \
