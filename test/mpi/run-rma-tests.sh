@@ -104,12 +104,12 @@ fi
 
 # two hosts: one or two ranks in each of two network namespaces (veth)
 why=$(netns_why)
-netns_rma() {
-    name=$1; np=$2; shift 2
+netns_rma() {    # NAME NP BTLS [mpirun args...] PROGRAM ARGS
+    name=$1; np=$2; btls=$3; shift 3
     log=$(log_name "rma netns $name")
     if [ -n "$why" ]; then skip "two namespaces: $name" "$why"; return; fi
     NETNS_MPIRUN_TIMEOUT=$T "$srcdir/contrib/netns-mpirun.sh" -np "$np" --mca pml ob1 \
-        --mca btl siwarp,self --bind-to none "$@" > "$log" 2>&1
+        --mca btl "$btls" --bind-to none "$@" > "$log" 2>&1
     rc=$?
     if [ $rc -eq 0 ] && grep -q "rma: ok on $np ranks" "$log" && ! grep -q "check failed" "$log"; then
         ok "two namespaces over veth: $name"
@@ -117,18 +117,23 @@ netns_rma() {
         not_ok "two namespaces over veth: $name (exit $rc)"; diag "$log"
     fi
 }
-netns_rma "osc/rdma np=2" 2 --mca osc rdma "$OUT/mpi_rma" counter cas acc sync
-netns_rma "osc/rdma np=4" 4 --mca osc rdma "$OUT/mpi_rma" counter cas acc sync
-netns_rma "osc/rdma np=4, MPI_Win_create windows" 4 --mca osc rdma "$OUT/mpi_rma" create \
-    counter cas acc sync
+netns_rma "osc/rdma np=2" 2 siwarp,self --mca osc rdma "$OUT/mpi_rma" counter cas acc sync
+netns_rma "osc/rdma np=4" 4 siwarp,self --mca osc rdma "$OUT/mpi_rma" counter cas acc sync
+netns_rma "osc/rdma np=4, MPI_Win_create windows" 4 siwarp,self --mca osc rdma \
+    "$OUT/mpi_rma" create counter cas acc sync
 # A user who names no osc component: Debian's openmpi-mca-params.conf
 # leaves out pt2pt and ucx, so across hosts only osc/rdma can serve, and
-# it needs this BTL's atomics.
-netns_rma "no --mca osc given, np=2" 2 "$OUT/mpi_rma" counter acc sync
+# it needs this BTL's atomics -- also with vader beside siwarp on a host
+# (osc/rdma wants one BTL reaching every rank; siwarp reaches its host's
+# ranks too, while ob1 keeps sending to them over vader).
+netns_rma "no --mca osc given, np=2" 2 siwarp,self "$OUT/mpi_rma" counter acc sync
+netns_rma "no --mca osc given, siwarp,vader,self, np=4" 4 siwarp,vader,self \
+    "$OUT/mpi_rma" counter cas acc sync
 # Open MPI 4.1.4's osc/rdma deadlocks on a dynamic window across nodes
 # (it takes the regions lock exclusively, then again shared; fixed in
 # 4.1.5): dynamic windows across hosts run over osc/pt2pt on 4.1.4.
-netns_rma "dynamic windows (osc/pt2pt on 4.1.4)" 2 --mca osc pt2pt "$OUT/mpi_rma" dynamic
+netns_rma "dynamic windows (osc/pt2pt on 4.1.4)" 2 siwarp,self --mca osc pt2pt \
+    "$OUT/mpi_rma" dynamic
 
 echo "1..$n"
 [ $failed -eq 0 ]
