@@ -1,10 +1,12 @@
 /*
  * mpi_common.h - helpers shared by the MPI test programs: deterministic
- * fill patterns, checks that abort with a message naming the failure.
+ * fill patterns, checks that abort with a message naming the failure,
+ * open descriptors, MPI_T performance variables.
  */
 #ifndef SIWARP_MPI_COMMON_H
 #define SIWARP_MPI_COMMON_H
 
+#include <dirent.h>
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -49,6 +51,44 @@ static inline size_t verify(const void *buf, size_t len, uint64_t seed)
         }
     }
     return (size_t) -1;
+}
+
+/* Descriptors this process has open (/proc/self/fd), or -1. */
+static inline int count_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    int n = 0;
+
+    if (!d) {
+        return -1;
+    }
+    while ((e = readdir(d)) != NULL) {
+        n += e->d_name[0] != '.';
+    }
+    closedir(d);
+    return n - 1;               /* the DIR's own descriptor */
+}
+
+/* A handle on the MPI_T performance variable NAME of class VAR_CLASS, one
+ * value (MPI_T_init_thread and the session are the caller's). */
+static inline void pvar_open(MPI_T_pvar_session session, const char *name, int var_class,
+                             MPI_T_pvar_handle *h)
+{
+    int idx, count;
+
+    CHECK(MPI_SUCCESS == MPI_T_pvar_get_index(name, var_class, &idx),
+          "no MPI_T performance variable %s", name);
+    CHECK(MPI_SUCCESS == MPI_T_pvar_handle_alloc(session, idx, NULL, h, &count) && 1 == count,
+          "%s: no handle of one value", name);
+}
+
+static inline unsigned long pvar_read(MPI_T_pvar_session session, MPI_T_pvar_handle h)
+{
+    unsigned long v = 0;
+
+    CHECK(MPI_SUCCESS == MPI_T_pvar_read(session, h, &v), "MPI_T_pvar_read");
+    return v;
 }
 
 #endif

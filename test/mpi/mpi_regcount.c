@@ -21,20 +21,12 @@ static MPI_T_pvar_handle h_bytes, h_count, h_peak;
 
 static void open_pvar(const char *name, int var_class, MPI_T_pvar_handle *h)
 {
-    int idx, count;
-
-    CHECK(MPI_SUCCESS == MPI_T_pvar_get_index(name, var_class, &idx),
-          "no MPI_T performance variable %s", name);
-    CHECK(MPI_SUCCESS == MPI_T_pvar_handle_alloc(session, idx, NULL, h, &count) && 1 == count,
-          "%s: no handle of one value", name);
+    pvar_open(session, name, var_class, h);
 }
 
 static unsigned long rd(MPI_T_pvar_handle h)
 {
-    unsigned long v = 0;
-
-    CHECK(MPI_SUCCESS == MPI_T_pvar_read(session, h, &v), "MPI_T_pvar_read");
-    return v;
+    return pvar_read(session, h);
 }
 
 /* one message of len bytes from rank 0 to rank 1 out of a fresh buffer,
