@@ -10,6 +10,7 @@ dist_noinst_SCRIPTS += test/mpi/run-mpi-tests.sh test/mpi/run-rma-tests.sh \
 EXTRA_DIST += test/mpi/lib-mpi-tap.sh
 EXTRA_DIST += \
 	test/mpi/mpi_common.h \
+	test/mpi/mpi_dyn.h \
 	test/mpi/mpi_pingpong.c \
 	test/mpi/mpi_anysrc.c \
 	test/mpi/mpi_datatype.c \
@@ -26,6 +27,9 @@ EXTRA_DIST += \
 	test/mpi/mpi_progress_rule.c \
 	test/mpi/mpi_rma.c \
 	test/mpi/mpi_hostile_atomic.c \
+	test/mpi/mpi_spawn.c \
+	test/mpi/mpi_accept.c \
+	test/mpi/mpi_join.c \
 	test/mpi/test_regtab.c \
 	test/mpi/mpi-bench.c \
 	test/mpi/mpi-rma-bench.c \
@@ -35,4 +39,6 @@ CLEANFILES += test/mpi/*.log test/mpi/mpi_pingpong test/mpi/mpi_anysrc \
 	test/mpi/mpi_onesided test/mpi/mpi_remap test/mpi/mpi-bench test/mpi/mpi-connect \
 	test/mpi/mpi_hostile test/mpi/mpi_oneway test/mpi/mpi_big test/mpi/mpi_connect_race test/mpi/mpi_progress_rule \
 	test/mpi/mpi_rma test/mpi/mpi_hostile_atomic \
-	test/mpi/mpi_threads test/mpi/mpi_regcount test/mpi/test_regtab
+	test/mpi/mpi_threads test/mpi/mpi_regcount test/mpi/test_regtab \
+	test/mpi/mpi_spawn test/mpi/mpi_spawn_b test/mpi/mpi_accept test/mpi/mpi_join \
+	test/mpi/dyn-ompi-server.uri
