@@ -123,15 +123,19 @@ static void named(int server, const char *name)
 {
     char port[MPI_MAX_PORT_NAME] = "";
     MPI_Comm inter;
+    MPI_Info global;
     int rc;
 
+    /* the name goes to ompi-server, not to this job's mpirun */
+    MPI_Info_create(&global);
+    MPI_Info_set(global, "ompi_global_scope", "true");
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     if (server) {
         int rank;
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);
         if (0 == rank) {
             CHECK(MPI_SUCCESS == MPI_Open_port(MPI_INFO_NULL, port), "MPI_Open_port");
-            rc = MPI_Publish_name(name, MPI_INFO_NULL, port);
+            rc = MPI_Publish_name(name, global, port);
             CHECK(MPI_SUCCESS == rc, "MPI_Publish_name %s (%d): is ompi-server reachable?",
                   name, rc);
         }
@@ -139,7 +143,7 @@ static void named(int server, const char *name)
         rc = MPI_Comm_accept(port, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter);
         CHECK(MPI_SUCCESS == rc, "MPI_Comm_accept (%d)", rc);
     } else {
-        rc = MPI_Lookup_name(name, MPI_INFO_NULL, port);
+        rc = MPI_Lookup_name(name, global, port);
         CHECK(MPI_SUCCESS == rc, "MPI_Lookup_name %s (%d)", name, rc);
         dyn_note(MPI_COMM_WORLD, "client: %s is at %s", name, port);
         rc = MPI_Comm_connect(port, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter);
@@ -151,10 +155,11 @@ static void named(int server, const char *name)
         int rank;
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);
         if (0 == rank) {
-            MPI_Unpublish_name(name, MPI_INFO_NULL, port);
+            MPI_Unpublish_name(name, global, port);
             MPI_Close_port(port);
         }
     }
+    MPI_Info_free(&global);
 }
 
 int main(int argc, char **argv)
