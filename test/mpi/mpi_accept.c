@@ -17,6 +17,8 @@
  */
 #include "mpi_dyn.h"
 
+#include <unistd.h>
+
 #define BASE_CYCLE 5
 
 static MPI_T_pvar_session session;
@@ -143,9 +145,19 @@ static void named(int server, const char *name)
         rc = MPI_Comm_accept(port, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter);
         CHECK(MPI_SUCCESS == rc, "MPI_Comm_accept (%d)", rc);
     } else {
-        rc = MPI_Lookup_name(name, global, port);
-        CHECK(MPI_SUCCESS == rc, "MPI_Lookup_name %s (%d)", name, rc);
-        dyn_note(MPI_COMM_WORLD, "client: %s is at %s", name, port);
+        /* Open MPI 4.1.4 now and then answers the first lookup after the
+         * server job published with MPI_ERR_NAME, over btl tcp as over
+         * siwarp: ask again, for 10 s at most, and say how often */
+        int tries = 0;
+        do {
+            if (tries) {
+                usleep(200000);
+            }
+            rc = MPI_Lookup_name(name, global, port);
+        } while (MPI_SUCCESS != rc && ++tries < 50);
+        CHECK(MPI_SUCCESS == rc, "MPI_Lookup_name %s (%d), %d tries", name, rc, tries);
+        dyn_note(MPI_COMM_WORLD, "client: %s is at %s (%d lookups failed first)", name, port,
+                 tries);
         rc = MPI_Comm_connect(port, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter);
         CHECK(MPI_SUCCESS == rc, "MPI_Comm_connect to %s (%d)", port, rc);
     }
