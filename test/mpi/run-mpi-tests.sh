@@ -725,34 +725,53 @@ dyn_ompi_server() {
     done
     [ -s "$duri" ]
 }
-# dyn_pair TRANSPORT LOG [MPIRUN-ARGS...]: a 2-rank server job and a 2-rank client job
-# through the ompi-server at DYN_URI, launched by DYN_SRV_RUNNER and
-# DYN_CLI_RUNNER (default mpirun); a server left waiting in accept by a
-# failed client is ended at once
+# dyn_pair TRANSPORT LOG [MPIRUN-ARGS...]: a 2-rank server job and a
+# 2-rank client job through the ompi-server at DYN_URI, launched by
+# DYN_SRV_RUNNER and DYN_CLI_RUNNER (default mpirun).  A job that fails
+# leaves the other waiting in accept or connect: that one is ended at once,
+# and the exit code is the first failure's.
 dyn_pair() {
     ptr=$1 plog=$2
     shift 2
+    pbase=${plog%.log}
+    rm -f "$pbase.server.rc" "$pbase.client.rc"
     DYN_RUNNER=${DYN_SRV_RUNNER:-}
-    dyn_mpirun "$ptr" "${plog%.log}.server.log" \
-        --ompi-server "file:$DYN_URI" "$@" -np 2 "$OUT/mpi_accept" server "siwarp-dyn-$$-$ptr" &
+    { dyn_mpirun "$ptr" "$pbase.server.log" --ompi-server "file:$DYN_URI" "$@" \
+          -np 2 "$OUT/mpi_accept" server "siwarp-dyn-$$-$ptr"
+      echo $? > "$pbase.server.rc.new" && mv "$pbase.server.rc.new" "$pbase.server.rc"; } &
     pserver=$!
     pt=0
-    while ! grep -q "^server: published" "${plog%.log}.server.log" 2>/dev/null &&
-          kill -0 $pserver 2>/dev/null && [ $pt -lt $((DT * 5)) ]; do
+    while ! grep -q "^server: published" "$pbase.server.log" 2>/dev/null &&
+          [ ! -f "$pbase.server.rc" ] && [ $pt -lt $((DT * 5)) ]; do
         sleep 0.2; pt=$((pt + 1))
     done
     DYN_RUNNER=${DYN_CLI_RUNNER:-}
-    dyn_mpirun "$ptr" "${plog%.log}.client.log" \
-        --ompi-server "file:$DYN_URI" "$@" -np 2 "$OUT/mpi_accept" client "siwarp-dyn-$$-$ptr"
-    prc=$?
+    { dyn_mpirun "$ptr" "$pbase.client.log" --ompi-server "file:$DYN_URI" "$@" \
+          -np 2 "$OUT/mpi_accept" client "siwarp-dyn-$$-$ptr"
+      echo $? > "$pbase.client.rc.new" && mv "$pbase.client.rc.new" "$pbase.client.rc"; } &
+    pclient=$!
     DYN_RUNNER=""
-    [ $prc -ne 0 ] && dyn_reap "$DYN_MARK.$(basename "${plog%.log}.server.log")" > /dev/null
+    prc=0
+    while [ ! -f "$pbase.server.rc" ] || [ ! -f "$pbase.client.rc" ]; do
+        for pside in server client; do
+            [ $prc = 0 ] && [ -f "$pbase.$pside.rc" ] || continue
+            prc=$(cat "$pbase.$pside.rc")
+            [ "$prc" = 0 ] && continue
+            pother=$([ $pside = server ] && echo client || echo server)
+            dyn_reap "$DYN_MARK.$(basename "$pbase.$pother.log")" > /dev/null
+            echo "dyn: the $pside job failed first (exit $prc); the $pother job was ended" \
+                > "$pbase.note"
+        done
+        sleep 0.2
+    done
     wait $pserver
-    psrc=$?
-    { echo "== server job (exit $psrc)"; cat "${plog%.log}.server.log"
-      echo "== client job (exit $prc)"; cat "${plog%.log}.client.log"; } > "$plog"
-    [ $prc -ne 0 ] && return $prc
-    return $psrc
+    wait $pclient
+    [ $prc = 0 ] && prc=$(cat "$pbase.server.rc") && [ $prc = 0 ] && prc=$(cat "$pbase.client.rc")
+    { cat "$pbase.note" 2>/dev/null
+      echo "== server job (exit $(cat "$pbase.server.rc"))"; cat "$pbase.server.log"
+      echo "== client job (exit $(cat "$pbase.client.rc"))"; cat "$pbase.client.log"; } > "$plog"
+    rm -f "$pbase.server.rc" "$pbase.client.rc" "$pbase.note"
+    return $prc
 }
 DYN_URI="$OUT/dyn-ompi-server.uri"
 if dyn_ompi_server "$DYN_URI" env OMPI_MCA_oob_tcp_if_include=lo; then
