@@ -606,7 +606,7 @@ cp "$OUT/mpi_spawn" "$OUT/mpi_spawn_b"      # spawn_multiple's second command
 # only processes that carry the mark in their environment, by PID
 dyn_reap() {
     for sig in TERM KILL; do
-        pids=$(grep -lsxz "SIWARP_DYN_MARK=$1" /proc/[0-9]*/environ 2>/dev/null |
+        pids=$(grep -lsxzF "SIWARP_DYN_MARK=$1" /proc/[0-9]*/environ 2>/dev/null |
                sed 's,^/proc/\([0-9]*\)/environ$,\1,' | tr '\n' ' ')
         [ -n "$pids" ] || return 0
         echo "dyn: ending what was left running: $pids (SIG$sig)"
