@@ -423,6 +423,9 @@ static mca_btl_base_module_t **siwarp_component_init(int *num_btls, bool progres
     }
     OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &c->super.btl_version, m->modex,
                     (size_t) m->num_listen * sizeof(m->modex[0]));
+    if (OPAL_SUCCESS == rc) {
+        rc = mca_btl_siwarp_stack_publish();
+    }
     if (OPAL_SUCCESS != rc) {
         m->super.btl_finalize(&m->super);
         free(btls);

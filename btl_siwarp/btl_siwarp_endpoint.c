@@ -148,6 +148,7 @@ mca_btl_siwarp_endpoint_t *mca_btl_siwarp_ep_create(mca_btl_siwarp_module_t *m,
     ep->name = proc->proc_name;
     ep->addrs = data;
     ep->num_addrs = (int) (size / sizeof(*data));
+    ep->local = mca_btl_siwarp_stack_shared(proc);
     opal_list_append(&m->endpoints, &ep->super);
     return ep;
 }
@@ -192,8 +193,7 @@ mca_btl_siwarp_endpoint_t *mca_btl_siwarp_ep_lookup(mca_btl_siwarp_module_t *m,
 
 static int addr_usable(mca_btl_siwarp_endpoint_t *ep, const mca_btl_siwarp_modex_addr_t *a)
 {
-    int local = ep->proc && OPAL_PROC_ON_LOCAL_NODE(ep->proc->proc_flags);
-    if (a->loopback && !local) {
+    if (a->loopback && !ep->local) {
         return 0;
     }
     for (int i = 0; i < ep->module->num_listen; i++) {
@@ -207,7 +207,7 @@ static int addr_usable(mca_btl_siwarp_endpoint_t *ep, const mca_btl_siwarp_modex
 /* Next address to try, or NULL.  Loopback first for a peer on this node. */
 const mca_btl_siwarp_modex_addr_t *mca_btl_siwarp_ep_next_addr(mca_btl_siwarp_endpoint_t *ep)
 {
-    int local = ep->proc && OPAL_PROC_ON_LOCAL_NODE(ep->proc->proc_flags);
+    int local = ep->local;
     /* indexes 0..n-1: loopback pass, n..2n-1: the rest */
     while (ep->addr_idx < 2 * ep->num_addrs) {
         int pass = ep->addr_idx / ep->num_addrs;

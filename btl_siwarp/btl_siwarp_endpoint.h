@@ -62,6 +62,7 @@ struct mca_btl_base_endpoint_t {
 
     mca_btl_siwarp_modex_addr_t *addrs; /* peer's published addresses */
     int num_addrs;
+    int local;                          /* shares our network stack: loopback reaches it */
     int addr_idx;                       /* next address to try */
 
     mca_btl_siwarp_ep_state_t state;
@@ -129,6 +130,10 @@ mca_btl_siwarp_endpoint_t *mca_btl_siwarp_ep_create(mca_btl_siwarp_module_t *m,
  * Sends to it are refused: btl self carries them. */
 mca_btl_siwarp_endpoint_t *mca_btl_siwarp_ep_create_self(mca_btl_siwarp_module_t *m,
                                                          opal_proc_t *proc);
+/* btl_siwarp_stack.c: publish this process's network-stack identity; does
+ * `proc` share it (its loopback addresses reach it)? */
+int  mca_btl_siwarp_stack_publish(void);
+int  mca_btl_siwarp_stack_shared(opal_proc_t *proc);
 /* NULL (osc/rdma passes none for itself at times) or the self endpoint */
 static inline int mca_btl_siwarp_ep_is_self(const mca_btl_siwarp_endpoint_t *ep)
 {

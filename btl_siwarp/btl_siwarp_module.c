@@ -75,8 +75,7 @@ static int siwarp_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc
         ep->proc = procs[i];
         /* reachable if one of its addresses is usable from here */
         for (int a = 0; a < ep->num_addrs && !usable; a++) {
-            int local = OPAL_PROC_ON_LOCAL_NODE(procs[i]->proc_flags);
-            if (ep->addrs[a].loopback && !local) {
+            if (ep->addrs[a].loopback && !ep->local) {
                 continue;
             }
             for (int l = 0; l < m->num_listen; l++) {

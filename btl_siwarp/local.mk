@@ -29,6 +29,7 @@ btl_siwarp_libbtlsiwarp_la_SOURCES = \
 	btl_siwarp/btl_siwarp_frag.c \
 	btl_siwarp/btl_siwarp_rdma.c \
 	btl_siwarp/btl_siwarp_atomic.c \
+	btl_siwarp/btl_siwarp_stack.c \
 	btl_siwarp/btl_siwarp_srq.c \
 	btl_siwarp/btl_siwarp_regtab.h \
 	btl_siwarp/btl_siwarp_regtab.c

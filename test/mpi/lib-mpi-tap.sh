@@ -46,6 +46,25 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_plm_rsh_agent=${OMPI_MCA_plm_rsh_agent:-false}
 export OMPI_MCA_rmaps_base_oversubscribe=1
 
+# mpi_tap_build WHAT LOG PROGRAM...: build test/mpi/PROGRAM.c into $OUT with
+# mpicc, one TAP line for all ("build WHAT with mpicc"); on failure the
+# plan and exit, since nothing can run
+mpi_tap_build() {
+    bwhat=$1 blog=$2
+    shift 2
+    bok=1
+    : > "$blog"
+    for bp in "$@"; do
+        mpicc -O2 -g -Wall -o "$OUT/$bp" "$srcdir/test/mpi/$bp.c" >> "$blog" 2>&1 || bok=0
+    done
+    if [ $bok = 1 ]; then
+        ok "build $bwhat with mpicc"
+    else
+        not_ok "build $bwhat with mpicc"; diag "$blog"
+        echo "1..$n"; exit 1
+    fi
+}
+
 # netns_why: empty when two network namespaces can be made here, else why not
 netns_why() {
     if [ "$(id -u)" != 0 ]; then echo "not root"

@@ -3,9 +3,10 @@
 # per target), into $(builddir)/test/mpi; the driver prints TAP.
 
 if HAVE_OMPI
-TESTS += test/mpi/run-mpi-tests.sh test/mpi/run-rma-tests.sh test/mpi/valgrind-mpi.sh
+TESTS += test/mpi/run-mpi-tests.sh test/mpi/run-dyn-tests.sh test/mpi/run-rma-tests.sh \
+	test/mpi/valgrind-mpi.sh
 endif
-dist_noinst_SCRIPTS += test/mpi/run-mpi-tests.sh test/mpi/run-rma-tests.sh \
+dist_noinst_SCRIPTS += test/mpi/run-mpi-tests.sh test/mpi/run-dyn-tests.sh test/mpi/run-rma-tests.sh \
 	test/mpi/valgrind-mpi.sh
 EXTRA_DIST += test/mpi/lib-mpi-tap.sh
 EXTRA_DIST += \

@@ -4,29 +4,20 @@
 # Builds the test programs with mpicc into $BUILDDIR/test/mpi, then runs each
 # with `mpirun --mca pml ob1 --mca btl siwarp,self` on 2 ranks and on 4
 # oversubscribed ranks over loopback, plus the TCP fallback (all ranks and
-# mixed), fallback=error, a bad MCA value, the progress thread,
-# interface selection and dynamic processes (spawn, accept/connect, join).
-# Every mpirun is bounded by `timeout`.
+# mixed), fallback=error, a bad MCA value, the progress thread and
+# interface selection.  Every mpirun is bounded by `timeout`.  Dynamic
+# processes: run-dyn-tests.sh; one-sided MPI: run-rma-tests.sh.
 #
 # Environment: srcdir (set by `make check`), BUILDDIR (default: cwd),
 # MPI_TEST_TIMEOUT (seconds per mpirun, default 180), MPI_TEST_QUICK=1
 # (smaller sizes), MPI_TEST_SECTIONS (space-separated subset of: core
-# fallback hostile params big netns dyn; default all), MPI_DYN_TIMEOUT
-# (seconds per mpirun of the dyn section, default 90).
+# fallback hostile params big netns; default all).
 set -u
 
-srcdir=${srcdir:-$(dirname "$0")/../..}
-case $srcdir in /*) ;; *) srcdir=$(cd "$srcdir" && pwd) ;; esac
-BUILDDIR=${BUILDDIR:-$(pwd)}
-T=${MPI_TEST_TIMEOUT:-180}
-COMP=$BUILDDIR/btl_siwarp/.libs
-OUT=$BUILDDIR/test/mpi
-mkdir -p "$OUT"
+. "$(dirname "$0")/lib-mpi-tap.sh"
 STAMP=$OUT/.run-started
 touch "$STAMP"
 
-n=0
-failed=0
 # free_ports N: the first of N consecutive free TCP ports below the
 # kernel's ephemeral range, for tests that pin the BTL's ports: in the
 # ephemeral range any other test's connection may hold one (one CI run lost
@@ -46,45 +37,20 @@ free_ports() {
     echo $(( ${fp_lo:-32768} - 3000 ))
 }
 
-ok()      { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok()  { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; }
-skip()    { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
-diag()    { sed 's/^/# /' "$1" | tail -n 25; }
-section() { case " ${MPI_TEST_SECTIONS:-core fallback hostile params big netns dyn} " in
+section() { case " ${MPI_TEST_SECTIONS:-core fallback hostile params big netns} " in
             *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
-if ! command -v mpicc >/dev/null 2>&1 || ! command -v mpirun >/dev/null 2>&1; then
-    echo "1..0 # SKIP mpicc/mpirun not installed"
-    exit 0
-fi
-if [ ! -f "$COMP/mca_btl_siwarp.so" ]; then
-    echo "1..0 # SKIP $COMP/mca_btl_siwarp.so not built (configure found no Open MPI headers?)"
-    exit 0
-fi
-
-# Open MPI finds the component in the build tree; root needs the two flags.
-OMPI_DIR=$(ompi_info --path pkglibdir --parsable 2>/dev/null | sed -n 's/^path:pkglibdir://p')
-[ -n "$OMPI_DIR" ] || OMPI_DIR=/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3
-export OMPI_MCA_mca_base_component_path="$COMP:$OMPI_DIR"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-# keep Open MPI from probing for an rsh agent / hostfile in odd containers
-export OMPI_MCA_plm_rsh_agent=${OMPI_MCA_plm_rsh_agent:-false}
-export OMPI_MCA_rmaps_base_oversubscribe=1
+mpi_tap_usable || exit 0
 
 PROGS="mpi_pingpong mpi_anysrc mpi_datatype mpi_flood mpi_coll mpi_onesided mpi_remap mpi-bench
        mpi_hostile mpi_oneway mpi_big mpi_connect_race mpi_threads mpi_regcount
-       mpi_progress_rule mpi_spawn mpi_accept mpi_join"
+       mpi_progress_rule"
 # the TAP plan is printed at the end (tests are added and skipped by
 # environment: netns, big messages)
 
 # ---- build -----------------------------------------------------------------
-build_ok=1
-: > "$OUT/build.log"
-for p in $PROGS; do
-    mpicc -O2 -g -Wall -o "$OUT/$p" "$srcdir/test/mpi/$p.c" >> "$OUT/build.log" 2>&1 || build_ok=0
-done
-if [ $build_ok = 1 ]; then ok "build MPI test programs with mpicc"; else
-    not_ok "build MPI test programs with mpicc"; diag "$OUT/build.log"; exit 1; fi
+# shellcheck disable=SC2086
+mpi_tap_build "MPI test programs" "$OUT/build.log" $PROGS
 
 # the fallback's registration table, driven directly (no MPI)
 log="$OUT/test_regtab.log"
@@ -549,14 +515,6 @@ fi  # section params
 # contrib/netns-mpirun.sh makes the namespaces, starts the second rank
 # through an rsh agent around `ip netns exec`, restricts the BTL to the veth
 # pair and removes everything on exit.
-# netns_why: why two namespaces cannot be made here, or nothing
-netns_why() {
-    if [ "$(id -u)" != 0 ]; then echo "not root"
-    elif ! command -v ip >/dev/null 2>&1; then echo "ip (iproute2) not installed"
-    elif ! "$srcdir/contrib/netns.sh" check >/dev/null 2>&1; then echo "ip netns unavailable here"
-    elif ! command -v unshare >/dev/null 2>&1; then echo "unshare (util-linux) not installed"
-    fi
-}
 if section netns; then
     NETNS_RUN="$srcdir/contrib/netns-mpirun.sh"
     why=$(netns_why)
@@ -584,306 +542,6 @@ if section netns; then
     fi
 fi
 
-# ---- dynamic processes (issue 40) ------------------------------------------------------
-# MPI_Comm_spawn(_multiple), accept/connect within a job and between two
-# jobs through ompi-server, MPI_Comm_join, 50 connect/disconnect cycles,
-# a spawn over the TCP fallback and one into another network namespace,
-# each over siwarp and, as a reference, over btl tcp; then a spawn whose
-# children cannot be reached.  The programs (mpi_spawn, mpi_accept,
-# mpi_join) run dyn_exchange (mpi_dyn.h) over every intercommunicator:
-# both ways 0 B..4 MiB, every byte verified, bcast and allreduce on the
-# merge, then MPI_Comm_disconnect.  They print the stage they reached: a
-# job killed by its bound is reported with the last one.  Everything talks
-# over loopback (ORTE's out-of-band channel and ompi-server included) or
-# over the veth pair of the namespaces.
-if section dyn; then
-DT=${MPI_DYN_TIMEOUT:-90}
-DYN_MARK=siwarp-dyn-$$
-cp "$OUT/mpi_spawn" "$OUT/mpi_spawn_b"      # spawn_multiple's second command
-
-# dyn_reap MARK: end what a job marked MARK left running (a hung job's
-# children belong to their own process groups, out of timeout's reach);
-# only processes that carry the mark in their environment, by PID
-dyn_reap() {
-    for sig in TERM KILL; do
-        pids=$(grep -lsxzF "SIWARP_DYN_MARK=$1" /proc/[0-9]*/environ 2>/dev/null |
-               sed 's,^/proc/\([0-9]*\)/environ$,\1,' | tr '\n' ' ')
-        [ -n "$pids" ] || return 0
-        echo "dyn: ending what was left running: $pids (SIG$sig)"
-        kill -s $sig $pids 2>/dev/null
-        [ $sig = TERM ] && sleep 2
-    done
-}
-
-# dyn_mpirun TRANSPORT LOG ARGS...: one job over siwarp or btl tcp, bounded
-# by DT (DYN_BOUND overrides), launched by DYN_RUNNER (default mpirun);
-# DYN_NET_siwarp / DYN_NET_tcp / DYN_OOB replace the loopback interface options
-dyn_mpirun() {
-    dtr=$1 dlog=$2
-    shift 2
-    if [ "$dtr" = siwarp ]; then
-        dnet="--mca btl siwarp,self ${DYN_NET_siwarp---mca btl_siwarp_if_include lo}"
-    else
-        dnet="--mca btl tcp,self ${DYN_NET_tcp---mca btl_tcp_if_include lo}"
-    fi
-    dmark="$DYN_MARK.$(basename "$dlog")"
-    # shellcheck disable=SC2086
-    SIWARP_DYN_MARK=$dmark NETNS_MPIRUN_TIMEOUT=${DYN_BOUND:-$DT} \
-        timeout -k 10 $((${DYN_BOUND:-$DT} + 5)) ${DYN_RUNNER:-mpirun} --mca pml ob1 \
-        --mca osc ^ucx --bind-to none ${DYN_OOB---mca oob_tcp_if_include lo} $dnet "$@" \
-        > "$dlog" 2>&1
-    drc=$?
-    dyn_reap "$dmark" >> "$dlog"
-    return $drc
-}
-
-# dyn_verdict RC LOG PATTERN...: why the job failed (empty: it did not):
-# not exit 0, a failed check, a PATTERN (grep) missing
-dyn_verdict() {
-    vrc=$1 vlog=$2
-    shift 2
-    case $vrc in
-    0) ;;
-    124|137) echo "hung: killed after ${DYN_BOUND:-$DT} s; last stage: $(grep -E \
-           '^(spawn|parent|child|acceptor|connector|server|client|cycles|join|joiner [01]):' \
-           "$vlog" | tail -n 1)"; return ;;
-    *) echo "exit $vrc"; return ;;
-    esac
-    if grep -q "check failed" "$vlog"; then echo "a check failed"; return; fi
-    for vp in "$@"; do
-        grep -q -- "$vp" "$vlog" || { echo "no '$vp' in the log"; return; }
-    done
-}
-
-# dyn_case NAME RUNNER ARGS...: RUNNER TRANSPORT LOG ARGS... runs the case
-# (dyn_mpirun or dyn_pair) over btl tcp, the reference, then over siwarp;
-# the logs must show DYN_PAT (and DYN_PAT_siwarp over siwarp); lines
-# matching DYN_SHOW are copied into the output.  A failure of the
-# reference is reported as the reference's (TAP TODO), not as siwarp's; a
-# siwarp failure whose log shows DYN_KNOWN is the known limitation
-# DYN_KNOWN_WHY (TAP TODO, the matching lines shown).
-dyn_case() {
-    cname=$1 crun=$2
-    shift 2
-    cbase="$OUT/dyn_$(echo "$cname" | tr -c 'A-Za-z0-9' _ | tr -s _ | cut -c1-48)"
-    "$crun" tcp "$cbase.tcp.log" "$@"
-    cref=$(dyn_verdict $? "$cbase.tcp.log" "$DYN_PAT")
-    "$crun" siwarp "$cbase.siwarp.log" "$@"
-    cwhy=$(dyn_verdict $? "$cbase.siwarp.log" "$DYN_PAT" ${DYN_PAT_siwarp:+"$DYN_PAT_siwarp"})
-    if [ -z "$cwhy" ]; then
-        ok "dyn, siwarp: $cname"
-    elif [ -n "${DYN_KNOWN:-}" ] && grep -q -- "$DYN_KNOWN" "$cbase.siwarp.log"; then
-        n=$((n + 1))
-        echo "not ok $n - dyn, siwarp: $cname ($cwhy) # TODO known limitation: $DYN_KNOWN_WHY"
-        grep -h -- "$DYN_KNOWN" "$cbase.siwarp.log" | head -n 2 | sed 's/^/# /'
-    else
-        not_ok "dyn, siwarp: $cname ($cwhy${cref:+; the btl tcp reference failed too})"
-        diag "$cbase.siwarp.log"
-    fi
-    [ -n "${DYN_SHOW:-}" ] && grep -h -- "$DYN_SHOW" "$cbase.siwarp.log" | sed 's/^/# siwarp: /'
-    if [ -z "$cref" ]; then
-        ok "dyn, btl tcp reference: $cname"
-    else
-        n=$((n + 1))
-        echo "not ok $n - dyn, btl tcp reference: $cname ($cref) # TODO the reference transport failed, not siwarp"
-        diag "$cbase.tcp.log"
-    fi
-    [ -n "${DYN_SHOW:-}" ] && grep -h -- "$DYN_SHOW" "$cbase.tcp.log" | sed 's/^/# btl tcp: /'
-    return 0
-}
-
-DYN_PAT="spawn: ok"
-dyn_case "MPI_Comm_spawn from 2 parents: 2, 3 and 4 children in turn, both ways 0 B..4 MiB, merged collectives, disconnect" \
-    dyn_mpirun -np 2 "$OUT/mpi_spawn" spawn 2,3,4
-dyn_case "MPI_Comm_spawn from 4 parents: 2, 3 and 4 children in turn" \
-    dyn_mpirun -np 4 "$OUT/mpi_spawn" spawn 2,3,4
-dyn_case "MPI_Comm_spawn_multiple: 1 child of one command and 2 of another, each with its own argv" \
-    dyn_mpirun -np 2 "$OUT/mpi_spawn" multiple "$OUT/mpi_spawn_b" 1 2
-
-DYN_PAT="accept split: ok"
-dyn_case "MPI_Comm_accept/connect between the halves of a 4-rank job" \
-    dyn_mpirun -np 4 "$OUT/mpi_accept" split
-dyn_case "MPI_Comm_accept/connect between the halves of an 8-rank job" \
-    dyn_mpirun -np 8 "$OUT/mpi_accept" split
-
-# Two jobs started apart meet through ompi-server: the server job
-# publishes a name (MPI_Publish_name), the client job looks it up once the
-# server's log says it is published.  ompi-server is started for the case,
-# bounded, and ended by its PID.
-# dyn_ompi_server URI [PREFIX...]: start one (PREFIX: e.g. ip netns exec
-# NS), its PID in dyn_server; returns non-zero when it reports no URI
-dyn_ompi_server() {
-    duri=$1
-    shift
-    rm -f "$duri"
-    timeout -k 5 $((DT * 8)) "$@" ompi-server --no-daemonize --report-uri "$duri" \
-        > "$duri.log" 2>&1 &
-    dyn_server=$!
-    i=0
-    while [ ! -s "$duri" ] && [ $i -lt 100 ] && kill -0 $dyn_server 2>/dev/null; do
-        sleep 0.1; i=$((i + 1))
-    done
-    [ -s "$duri" ]
-}
-# dyn_pair TRANSPORT LOG [MPIRUN-ARGS...]: a 2-rank server job and a
-# 2-rank client job through the ompi-server at DYN_URI, launched by
-# DYN_SRV_RUNNER and DYN_CLI_RUNNER (default mpirun).  A job that fails
-# leaves the other waiting in accept or connect: that one is ended at once,
-# and the exit code is the first failure's.
-dyn_pair() {
-    ptr=$1 plog=$2
-    shift 2
-    pbase=${plog%.log}
-    rm -f "$pbase.server.rc" "$pbase.client.rc"
-    DYN_RUNNER=${DYN_SRV_RUNNER:-}
-    { dyn_mpirun "$ptr" "$pbase.server.log" --ompi-server "file:$DYN_URI" "$@" \
-          -np 2 "$OUT/mpi_accept" server "siwarp-dyn-$$-$ptr"
-      echo $? > "$pbase.server.rc.new" && mv "$pbase.server.rc.new" "$pbase.server.rc"; } &
-    pserver=$!
-    pt=0
-    while ! grep -q "^server: published" "$pbase.server.log" 2>/dev/null &&
-          [ ! -f "$pbase.server.rc" ] && [ $pt -lt $((DT * 5)) ]; do
-        sleep 0.2; pt=$((pt + 1))
-    done
-    DYN_RUNNER=${DYN_CLI_RUNNER:-}
-    { dyn_mpirun "$ptr" "$pbase.client.log" --ompi-server "file:$DYN_URI" "$@" \
-          -np 2 "$OUT/mpi_accept" client "siwarp-dyn-$$-$ptr"
-      echo $? > "$pbase.client.rc.new" && mv "$pbase.client.rc.new" "$pbase.client.rc"; } &
-    pclient=$!
-    DYN_RUNNER=""
-    prc=0
-    while [ ! -f "$pbase.server.rc" ] || [ ! -f "$pbase.client.rc" ]; do
-        for pside in server client; do
-            [ $prc = 0 ] && [ -f "$pbase.$pside.rc" ] || continue
-            prc=$(cat "$pbase.$pside.rc")
-            [ "$prc" = 0 ] && continue
-            pother=$([ $pside = server ] && echo client || echo server)
-            dyn_reap "$DYN_MARK.$(basename "$pbase.$pother.log")" > /dev/null
-            echo "dyn: the $pside job failed first (exit $prc); the $pother job was ended" \
-                > "$pbase.note"
-        done
-        sleep 0.2
-    done
-    wait $pserver
-    wait $pclient
-    [ $prc = 0 ] && prc=$(cat "$pbase.server.rc") && [ $prc = 0 ] && prc=$(cat "$pbase.client.rc")
-    { cat "$pbase.note" 2>/dev/null
-      echo "== server job (exit $(cat "$pbase.server.rc"))"; cat "$pbase.server.log"
-      echo "== client job (exit $(cat "$pbase.client.rc"))"; cat "$pbase.client.log"; } > "$plog"
-    rm -f "$pbase.server.rc" "$pbase.client.rc" "$pbase.note"
-    return $prc
-}
-DYN_URI="$OUT/dyn-ompi-server.uri"
-if dyn_ompi_server "$DYN_URI" env OMPI_MCA_oob_tcp_if_include=lo; then
-    # Over siwarp this fails as the BTL stands: a process of another job has
-    # no known locality (Open MPI: "host: unknown"), so the BTL takes it
-    # for a process on another host and will not use its loopback
-    # addresses, the only ones here.  Between hosts (next case) it works.
-    DYN_PAT="accept client: ok" DYN_KNOWN="has no address reachable from here"
-    DYN_KNOWN_WHY="a process of another job on this host: locality unknown, loopback addresses refused"
-    dyn_case "two jobs on this host through ompi-server: MPI_Publish_name / MPI_Lookup_name, accept/connect" \
-        dyn_pair --mca btl_base_verbose 20
-    DYN_KNOWN="" DYN_KNOWN_WHY=""
-else
-    not_ok "dyn: ompi-server did not report its URI"; diag "$DYN_URI.log"
-fi
-kill $dyn_server 2>/dev/null
-wait $dyn_server 2>/dev/null
-
-# The same between two "hosts": ompi-server and the server job in one
-# network namespace, the client job in the other (contrib/netns.sh), over
-# the veth pair only.
-why=$(netns_why)
-if [ -n "$why" ]; then
-    skip "dyn: two jobs in two network namespaces through ompi-server" "$why"
-else
-    DYN_NS=swpd$$
-    if "$srcdir/contrib/netns.sh" up "$DYN_NS" > /dev/null 2>&1 &&
-       dyn_ompi_server "$DYN_URI" env OMPI_MCA_oob_tcp_if_include=10.231.0.0/24 \
-           ip netns exec "$DYN_NS-s"; then
-        DYN_SRV_RUNNER="ip netns exec $DYN_NS-s mpirun"
-        DYN_CLI_RUNNER="ip netns exec $DYN_NS-c mpirun"
-        DYN_OOB="--mca oob_tcp_if_include 10.231.0.0/24"
-        DYN_NET_siwarp="--mca btl_siwarp_if_include 10.231.0.0/24"
-        DYN_NET_tcp="--mca btl_tcp_if_include 10.231.0.0/24"
-        DYN_PAT="accept client: ok"
-        dyn_case "two jobs in two network namespaces through ompi-server over the veth pair" dyn_pair
-        DYN_SRV_RUNNER="" DYN_CLI_RUNNER=""
-        unset DYN_OOB DYN_NET_siwarp DYN_NET_tcp
-    else
-        not_ok "dyn: two network namespaces with ompi-server in one"; diag "$DYN_URI.log"
-    fi
-    kill $dyn_server 2>/dev/null
-    wait $dyn_server 2>/dev/null
-    for ns in "$DYN_NS-s" "$DYN_NS-c"; do      # what our jobs left there
-        pids=$(ip netns pids "$ns" 2>/dev/null)
-        [ -n "$pids" ] && kill -9 $pids 2>/dev/null
-    done
-    "$srcdir/contrib/netns.sh" down "$DYN_NS" > /dev/null 2>&1
-fi
-rm -f "$DYN_URI"
-
-DYN_PAT="join: ok"
-dyn_case "MPI_Comm_join over a loopback socket pair the ranks made" \
-    dyn_mpirun -np 2 "$OUT/mpi_join"
-
-# 50 accept/connect/disconnect cycles on 4 ranks: after cycle 5, open
-# descriptors may grow by 4 and btl_siwarp_registered_bytes by 2 MiB at
-# most.  Seen: descriptors flat from cycle 1; registered bytes up by at most
-# 544 KiB after cycle 5 and flat from cycle 10 (the registration cache keeps
-# the registrations of rendezvous buffers malloc has not given back).  A
-# 4 MiB buffer left registered every cycle would pass 2 MiB at once, the
-# 64 KiB ones within 10 cycles.
-DYN_PAT="accept cycles: ok" DYN_SHOW="^cycles: rank" DYN_BOUND=$((DT * 3))
-dyn_case "50 accept/connect/disconnect cycles: descriptors and registered memory flat" \
-    dyn_mpirun -np 4 "$OUT/mpi_accept" cycles 50 4 2048
-DYN_SHOW="" DYN_BOUND=""
-
-# the whole job, children included, on the TCP fallback
-DYN_PAT="spawn: ok" DYN_PAT_siwarp="over framed TCP"
-dyn_case "MPI_Comm_spawn with btl_siwarp_mpa=0 (parents and children on the TCP fallback)" \
-    dyn_mpirun --mca btl_siwarp_mpa 0 --mca btl_base_verbose 20 -np 2 "$OUT/mpi_spawn" spawn 2
-
-# Children on another host: contrib/netns-mpirun.sh runs the parent in one
-# namespace (host NAME-s) with the other's daemon up; the "host" info key
-# puts the children on 10.231.0.2 (NAME-c), and mpi_spawn's "remote" checks
-# that their processor name is not the parent's.  Open MPI's launch allows
-# it there, so the children really are spawned across the veth pair (no
-# ompi-server stand-in is needed).
-why=$(netns_why)
-if [ -n "$why" ]; then
-    skip "dyn: spawn into another network namespace" "$why"
-else
-    DYN_RUNNER="$srcdir/contrib/netns-mpirun.sh" DYN_OOB="" DYN_NET_siwarp=""
-    DYN_NET_tcp="--mca btl_tcp_if_include 10.231.0.0/24"
-    DYN_PAT="spawn: ok" DYN_PAT_siwarp="siwarp: using [^ ]*-vc (10.231.0.2)"
-    DYN_SHOW="^spawn: child"
-    dyn_case "MPI_Comm_spawn from one namespace of 2 children into the other, over the veth pair" \
-        dyn_mpirun --mca btl_base_verbose 20 -np 1 "$OUT/mpi_spawn" spawn 2 host=10.231.0.2 remote
-    DYN_RUNNER="" DYN_SHOW=""
-    unset DYN_OOB DYN_NET_siwarp DYN_NET_tcp
-fi
-DYN_PAT_siwarp=""
-
-# Unreachable children: the parents refuse the fallback
-# (btl_siwarp_fallback=error), the children get btl_siwarp_mpa=0 through
-# the "ompi_param" info key, and no other BTL is selected.  The job must
-# end within the bound, non-zero, with a message naming a child
-# ([[JOB,2],RANK]: the spawned job).  No btl tcp reference: nothing there is
-# unreachable.
-log="$OUT/dyn_unreachable.log"
-dyn_mpirun siwarp "$log" --mca btl_siwarp_fallback error -np 2 \
-    "$OUT/mpi_spawn" spawn 2 param=OMPI_MCA_btl_siwarp_mpa=0
-rc=$?
-if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $rc -ne 137 ] && ! grep -q "^spawn: ok" "$log" &&
-   { grep -q "Peer process: *\[\[[0-9]*,2\],[0-9]*\]" "$log" ||
-     grep -q "Process 2 (\[\[[0-9]*,2\],[0-9]*\])" "$log"; }; then
-    ok "dyn, siwarp: children that cannot be reached: the job fails within ${DT} s, naming a child"
-else
-    not_ok "dyn, siwarp: unreachable children (exit $rc; 124, 137: still running after ${DT} s)"
-    diag "$log"
-fi
-fi  # section dyn
 
 # An endpoint state change that the BTL refuses is a bug in the BTL,
 # whatever the test around it checked: look through every log this run

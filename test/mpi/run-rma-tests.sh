@@ -18,16 +18,7 @@ set -u
 . "$(dirname "$0")/lib-mpi-tap.sh"
 mpi_tap_usable || exit 0
 
-PROGS="mpi_rma mpi_hostile_atomic"
-: > "$OUT/rma-build.log"
-build_ok=1
-for p in $PROGS; do
-    mpicc -O2 -g -Wall -o "$OUT/$p" "$srcdir/test/mpi/$p.c" >> "$OUT/rma-build.log" 2>&1 ||
-        build_ok=0
-done
-if [ $build_ok = 1 ]; then ok "build the one-sided test programs with mpicc"; else
-    not_ok "build the one-sided test programs with mpicc"; diag "$OUT/rma-build.log"
-    echo "1..$n"; exit 1; fi
+mpi_tap_build "the one-sided test programs" "$OUT/rma-build.log" mpi_rma mpi_hostile_atomic
 
 MPIRUN="mpirun --mca pml ob1 --mca btl siwarp,self --bind-to none --mca osc rdma"
 
