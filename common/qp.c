@@ -571,6 +571,7 @@ int siwarp_query_qp(struct siwarp_qp *qp, struct siwarp_qp_attr *a)
     a->ord = qp->nego.ord;
     a->mulpdu = qp->nego.mulpdu;
     a->peer_is_siwarp = qp->nego.peer_is_siwarp;
+    a->rfc7306 = qp->nego.rfc7306;
     memcpy(a->peer_private_data, qp->nego.peer_pd, qp->nego.peer_pd_len);
     a->peer_private_data_len = qp->nego.peer_pd_len;
     a->error = qp->error;

@@ -239,6 +239,7 @@ struct swp_nego {
     uint32_t mulpdu;          /* max ULPDU we send */
     uint32_t max_rx_ulpdu;    /* max ULPDU we accept */
     bool peer_is_siwarp;
+    bool rfc7306;             /* both ends take the RFC 7306 opcodes (mpa.h) */
     uint8_t peer_pd[SWP_MPA_MAX_PD];
     uint16_t peer_pd_len;
     /* stream octet offsets of the first FPDU, for marker placement

@@ -324,6 +324,11 @@ struct siwarp_conn_param {
                                 and TCP_USER_TIMEOUT); 0: default 30000, <0: off */
     const void *private_data;
     uint16_t private_data_len;
+    /* RFC 7306 (atomics, Immediate Data) with a siwarp peer.  Initiator:
+     * nonzero offers it in the MPA Request (mpa.h: reserved flag bits no
+     * other peer sends), so leave it 0 toward siw or an RNIC.  Responder:
+     * an offer is accepted unless this is negative. */
+    int      rfc7306;
 };
 void siwarp_conn_param_default(struct siwarp_conn_param *p);
 
@@ -345,6 +350,9 @@ struct siwarp_qp_attr {
     char     error_str[128];     /* human-readable cause */
     struct sockaddr_storage local, peer;
     uint64_t srq_wqes;           /* receive WQEs taken from its SRQ, ever */
+    int      rfc7306;            /* both ends speak RFC 7306: atomics and
+                                    Immediate Data may be posted; outstanding
+                                    atomics share ird / ord with Reads */
 };
 
 int  siwarp_create_qp(struct siwarp_pd *pd, const struct siwarp_qp_init_attr *attr,
