@@ -315,6 +315,7 @@ static void rx_done_read_req(struct siwarp_qp *qp)
         qp->rtr_wait_rx = false;     /* answered below with a zero-length response */
         swp_tx_rtr_settle(qp);
     }
+    r->atomic = false;          /* ring slots are not zeroed (qp.c) */
     r->sink_stag = swp_get32(rr->sink_stag);
     r->sink_to = swp_get64(rr->sink_to);
     r->len = size;

@@ -225,6 +225,41 @@ TEST(atomics_between_reads)
     }
 }
 
+/* The responder's IRQ ring has 128 slots, filled as requests come and not
+ * cleared: 130 atomics, then Reads that land in slots atomics used.  Each
+ * Read must be answered as a Read (an Atomic Response in its place would
+ * be a Terminate at the requester). */
+TEST(reads_after_atomics_reuse_irq_slots)
+{
+    struct amo_env e;
+    struct siwarp_wc wc;
+    uint64_t src = 0x5555aaaa5555aaaaull, sink = 0;
+    struct siwarp_mr *smr, *kmr;
+    env_setup(&e, true);
+    ASSERT_OK(siwarp_reg_mr(e.p.pd, &src, 8, SIWARP_ACCESS_REMOTE_READ, &smr));
+    ASSERT_OK(siwarp_reg_mr(e.p.pd, &sink, 8, SIWARP_ACCESS_LOCAL_WRITE, &kmr));
+    for (unsigned i = 0; i < 130; i++) {
+        ASSERT_OK(post_amo(&e, SIWARP_WR_ATOMIC_FETCH_ADD, (uintptr_t)e.target,
+                           siwarp_mr_stag(e.tmr), 1, 0, 0, 0, i % 128));
+        wait_wc(e.p.cq[0], &wc);
+        ASSERT_EQ(wc.status, SIWARP_WC_SUCCESS);
+    }
+    for (unsigned i = 0; i < 4; i++) {
+        struct siwarp_sge s = { &sink, 8, siwarp_mr_stag(kmr) };
+        struct siwarp_send_wr rd = { .wr_id = 500 + i, .sg_list = &s, .num_sge = 1,
+                                     .opcode = SIWARP_WR_READ, .send_flags = SIWARP_SEND_SIGNALED };
+        rd.rdma.remote_addr = (uintptr_t)&src;
+        rd.rdma.rkey = siwarp_mr_stag(smr);
+        sink = 0;
+        ASSERT_OK(siwarp_post_send(e.p.qp[0], &rd, NULL));
+        wait_wc(e.p.cq[0], &wc);
+        ASSERT_EQ(wc.status, SIWARP_WC_SUCCESS);
+        ASSERT_EQ(wc.opcode, SIWARP_WC_READ);
+        ASSERT_EQ(sink, (long long)src);
+    }
+    ASSERT_EQ(e.target[0], 130);
+}
+
 /* ---- contention ------------------------------------------------------------------- */
 
 #define HAMMER 3000
