@@ -89,10 +89,24 @@ int swp_ext_post_check(struct siwarp_qp *qp, const struct siwarp_send_wr *wr)
     return swp_mem_check_local(qp->ctx, qp->pd, &wr->sg_list[0], SIWARP_ACCESS_LOCAL_WRITE);
 }
 
+/* The wire form of each atomic WR opcode (RFC 7306): its operation, and
+ * whether the WR's masks apply or the unmasked ones (FetchAdd: no field
+ * boundaries; CmpSwap: compare and swap every bit). */
+static const struct {
+    unsigned op;
+    bool masked;
+} swp_amo_wr[] = {
+    [SIWARP_WR_ATOMIC_FETCH_ADD - SIWARP_WR_ATOMIC_FETCH_ADD]        = { SWP_ATOMIC_FETCH_ADD, false },
+    [SIWARP_WR_ATOMIC_CMP_SWP - SIWARP_WR_ATOMIC_FETCH_ADD]          = { SWP_ATOMIC_CMP_SWAP, false },
+    [SIWARP_WR_ATOMIC_MASKED_FETCH_ADD - SIWARP_WR_ATOMIC_FETCH_ADD] = { SWP_ATOMIC_FETCH_ADD, true },
+    [SIWARP_WR_ATOMIC_MASKED_CMP_SWP - SIWARP_WR_ATOMIC_FETCH_ADD]   = { SWP_ATOMIC_CMP_SWAP, true },
+};
+
 int swp_ext_post_fill(struct siwarp_qp *qp, struct swp_swqe *w, uint32_t slot,
                       const struct siwarp_send_wr *wr)
 {
     struct swp_amo *a;
+    bool masked;
 
     w->imm = wr->imm_data;
     if (!swp_wr_is_atomic(wr->opcode))
@@ -106,25 +120,17 @@ int swp_ext_post_fill(struct siwarp_qp *qp, struct swp_swqe *w, uint32_t slot,
     w->raddr = wr->atomic.remote_addr;
     w->rkey = wr->atomic.rkey;
     w->len = SWP_ATOMIC_LEN;
-    switch (wr->opcode) {
-    case SIWARP_WR_ATOMIC_FETCH_ADD:
-    case SIWARP_WR_ATOMIC_MASKED_FETCH_ADD:
-        a->op = SWP_ATOMIC_FETCH_ADD;
+    a->op = swp_amo_wr[wr->opcode - SIWARP_WR_ATOMIC_FETCH_ADD].op;
+    masked = swp_amo_wr[wr->opcode - SIWARP_WR_ATOMIC_FETCH_ADD].masked;
+    if (a->op == SWP_ATOMIC_FETCH_ADD) {
         a->data = wr->atomic.compare_add;
-        a->data_mask = wr->opcode == SIWARP_WR_ATOMIC_FETCH_ADD ? 0 : wr->atomic.compare_add_mask;
-        a->cmp = a->cmp_mask = 0;
-        break;
-    default:
-        a->op = SWP_ATOMIC_CMP_SWAP;
+        a->data_mask = masked ? wr->atomic.compare_add_mask : 0;
+        a->cmp = a->cmp_mask = 0;                   /* unused by FetchAdd */
+    } else {
         a->data = wr->atomic.swap;
+        a->data_mask = masked ? wr->atomic.swap_mask : UINT64_MAX;
         a->cmp = wr->atomic.compare_add;
-        if (wr->opcode == SIWARP_WR_ATOMIC_CMP_SWP) {
-            a->data_mask = a->cmp_mask = UINT64_MAX;
-        } else {
-            a->data_mask = wr->atomic.swap_mask;
-            a->cmp_mask = wr->atomic.compare_add_mask;
-        }
-        break;
+        a->cmp_mask = masked ? wr->atomic.compare_add_mask : UINT64_MAX;
     }
     return 0;
 }
