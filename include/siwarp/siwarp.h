@@ -431,9 +431,10 @@ int  siwarp_post_recv(struct siwarp_qp *qp, struct siwarp_recv_wr *wr,
  *    __atomic / C11 atomics on that word and against other QPs' atomics.
  *    Checks, in order, each failure a Terminate with nothing executed:
  *    STag valid, PD, SIWARP_ACCESS_REMOTE_ATOMIC, bounds (offset wrap
- *    included), 8-octet alignment, all RDMAP remote protection errors
- *    (invalid STag, STag not associated with the stream, access rights,
- *    tagged offset wrap, base or bounds for both of the last two); more
+ *    included), 8-octet alignment -- all RDMAP remote protection errors:
+ *    invalid STag; STag not associated with the stream; access rights;
+ *    tagged offset wrap; base or bounds for a target outside the region
+ *    or not 8-aligned in memory.  More
  *    outstanding Reads and atomics than the IRD is a remote operation
  *    error (catastrophic, localized to the stream).  The requester's WR
  *    completes with SIWARP_WC_REM_ACCESS_ERR (protection) or
