@@ -108,9 +108,10 @@ int swp_ext_post_fill(struct siwarp_qp *qp, struct swp_swqe *w, uint32_t slot,
     struct swp_amo *a;
     bool masked;
 
-    w->imm = wr->imm_data;
-    if (!swp_wr_is_atomic(wr->opcode))
+    if (!swp_wr_is_atomic(wr->opcode)) {
+        w->raddr = wr->imm_data;    /* Immediate Data names no remote buffer */
         return 0;
+    }
     if (!qp->amo) {
         qp->amo = malloc((size_t)(qp->sqr.mask + 1) * sizeof(*qp->amo));
         if (!qp->amo)
@@ -195,7 +196,7 @@ bool swp_tx_imm(struct siwarp_qp *qp, struct swp_swqe *w)
                            w->opcode == SIWARP_WR_IMM_DATA_SE ? SWP_OP_IMM_SE : SWP_OP_IMM, true,
                            SWP_QN_SEND, qp->tx_msn[SWP_QN_SEND]++, 0, 0);
     d = (struct swp_rdmap_imm *)(h + SWP_MPA_HDR_LEN + SWP_HDR_UNTAGGED);
-    swp_put64(d->data, w->imm);
+    swp_put64(d->data, w->raddr);      /* the Immediate Data (swp_ext_post_fill) */
     swp_tx_fpdu(qp, h, SWP_HDR_IMM, NULL, 0, 0);
     w->segmented = true;
     w->done_at = qp->tx.queued;

@@ -179,8 +179,8 @@ struct swp_swqe {
     enum siwarp_wr_opcode opcode;
     int flags;                       /* SIWARP_SEND_* */
     uint32_t inv_stag;
-    uint64_t imm;                    /* RFC 7306 Immediate Data */
-    uint64_t raddr;
+    uint64_t raddr;                  /* RFC 7306 Immediate Data: the 8 octets
+                                      * (it names no remote buffer) */
     uint32_t rkey;
     uint32_t num_sge;
     uint64_t len;                    /* total bytes */
@@ -221,15 +221,15 @@ int swp_rwqe_fill(struct siwarp_ctx *ctx, struct siwarp_pd *pd, uint32_t max_sge
 /* An inbound RDMA Read Request being served (RFC 5040 4.4, 5.2), or an
  * executed RFC 7306 atomic whose response is due. */
 struct swp_irqe {
-    bool atomic;
-    uint32_t req_id;                 /* atomic: Request Identifier */
-    uint64_t orig;                   /* atomic: the target's value before */
     uint32_t sink_stag;
-    uint64_t sink_to;
     uint32_t len;
+    uint64_t sink_to;
     uint8_t *src;                    /* validated source bytes */
     uint32_t sent;
+    uint32_t req_id;                 /* atomic: Request Identifier */
     uint64_t done_at;                /* tx.queued after its last FPDU */
+    uint64_t orig;                   /* atomic: the target's value before */
+    bool atomic;
 };
 
 /* A ring of fixed-size entries; size is a power of two. */
