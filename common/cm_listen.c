@@ -425,6 +425,7 @@ int siwarp_conn_req_param(const struct siwarp_conn_req *r, struct siwarp_conn_pa
         p->ird = r->info.ird;
         p->ord = r->info.ord;
         p->big_fpdu = swp_mpa_big_limit(r->info.big_class);
+        p->rfc7306 = r->info.rfc7306;           /* offered */
         p->timeout_ms = r->lparam.timeout_ms;
         p->private_data = r->info.pd;           /* valid until req is consumed */
         p->private_data_len = r->info.pd_len;

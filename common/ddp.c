@@ -4,7 +4,9 @@
  */
 #include "swp.h"
 
-/* RFC 5040 4.3 / 5.1: which DDP model and queue every RDMAP opcode uses. */
+/* RFC 5040 4.3 / 5.1 and RFC 7306: which DDP model and queue every RDMAP
+ * opcode uses.  A stream that did not negotiate RFC 7306 refuses its
+ * opcodes (swp_ddp_check_ctrl). */
 const struct swp_opinfo swp_opinfo[SWP_OP_MAX] = {
     [SWP_OP_WRITE]       = { "RDMA Write",         SWP_HDR_TAGGED,    true,  0, true },
     [SWP_OP_READ_REQ]    = { "RDMA Read Request",  SWP_HDR_READ_REQ,  false, SWP_QN_READ_REQ, false },
@@ -14,9 +16,13 @@ const struct swp_opinfo swp_opinfo[SWP_OP_MAX] = {
     [SWP_OP_SEND_SE]     = { "Send with SE",       SWP_HDR_UNTAGGED,  false, SWP_QN_SEND, true },
     [SWP_OP_SEND_SE_INV] = { "Send with SE and Invalidate", SWP_HDR_UNTAGGED, false, SWP_QN_SEND, true },
     [SWP_OP_TERMINATE]   = { "Terminate",          SWP_HDR_TERMINATE, false, SWP_QN_TERMINATE, true },
+    [SWP_OP_IMM]         = { "Immediate Data",     SWP_HDR_IMM,       false, SWP_QN_SEND, false },
+    [SWP_OP_IMM_SE]      = { "Immediate Data with SE", SWP_HDR_IMM,   false, SWP_QN_SEND, false },
+    [SWP_OP_ATOMIC_REQ]  = { "Atomic Request",     SWP_HDR_ATOMIC_REQ, false, SWP_QN_READ_REQ, false },
+    [SWP_OP_ATOMIC_RESP] = { "Atomic Response",    SWP_HDR_ATOMIC_RESP, false, SWP_QN_ATOMIC_RESP, false },
 };
 
-uint32_t swp_ddp_check_ctrl(const struct swp_ctrl *c)
+uint32_t swp_ddp_check_ctrl(const struct swp_ctrl *c, bool rfc7306)
 {
     bool tagged = swp_ctrl_tagged(c);
     unsigned op = swp_ctrl_opcode(c);
@@ -32,6 +38,10 @@ uint32_t swp_ddp_check_ctrl(const struct swp_ctrl *c)
     /* RFC 5040 4.3: reserved opcodes, and an opcode whose DDP model does
      * not match the T flag, are unexpected opcodes. */
     if (op >= SWP_OP_MAX || swp_opinfo[op].tagged != tagged)
+        return SWP_TERM(SWP_TERM_LAYER_RDMAP, SWP_RDMAP_ET_REMOTE_OP, SWP_RDMAP_EC_UNEXP_OPCODE);
+    /* RFC 7306's opcodes are reserved ones to a stream that did not
+     * negotiate it (mpa.h): unexpected, whatever their length */
+    if (op >= SWP_OP_IMM && !rfc7306)
         return SWP_TERM(SWP_TERM_LAYER_RDMAP, SWP_RDMAP_ET_REMOTE_OP, SWP_RDMAP_EC_UNEXP_OPCODE);
     return 0;
 }

@@ -245,6 +245,10 @@ static int swp_hw_check_send(struct siwarp_qp *qp, const struct siwarp_send_wr *
 {
     uint64_t len = 0;
 
+    /* RFC 7306 atomics and Immediate Data: iWARP RNICs and siw do not
+     * offer them (siw reports atomic_cap 0) */
+    if (swp_wr_is_ext(wr->opcode))
+        return -EOPNOTSUPP;
     if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->init.max_sge ||
         (wr->num_sge && !wr->sg_list) || (unsigned)wr->opcode > SIWARP_WR_READ)
         return -EINVAL;

@@ -231,6 +231,8 @@ int swp_hw_reg_mr(struct siwarp_pd *pd, void *addr, size_t length, int access,
 
     if (!out || (!addr && length))
         return -EINVAL;
+    if (access & SIWARP_ACCESS_REMOTE_ATOMIC)
+        return -EOPNOTSUPP;     /* no RFC 7306 on a verbs device (hw_qp.c) */
     if (access & ~(SIWARP_ACCESS_LOCAL_WRITE | SIWARP_ACCESS_REMOTE_WRITE |
                    SIWARP_ACCESS_REMOTE_READ))
         return -EINVAL;

@@ -1,6 +1,7 @@
 /*
  * iwarp_wire.h - every on-wire structure of MPA (RFC 5044, RFC 6581),
- * DDP (RFC 5041) and RDMAP (RFC 5040), with byte-order accessors.
+ * DDP (RFC 5041) and RDMAP (RFC 5040, with the RFC 7306 extensions), with
+ * byte-order accessors.
  *
  * This is the only file that knows raw header bits.  All multi-byte fields
  * are big-endian on the wire; they are stored here as uint8_t arrays or as
@@ -131,7 +132,8 @@ static inline uint32_t swp_mpa_pad(uint32_t ulpdu_len)
 #define SWP_RDMAP_RSVD_MASK    0x30
 #define SWP_RDMAP_OPCODE_MASK  0x0f
 
-/* RFC 5040 4.3 opcodes */
+/* RFC 5040 4.3 opcodes, and RFC 7306 5.1's four (used only on a stream
+ * that negotiated RFC 7306: see mpa.h) */
 enum swp_rdmap_opcode {
     SWP_OP_WRITE          = 0x0,
     SWP_OP_READ_REQ       = 0x1,
@@ -141,14 +143,21 @@ enum swp_rdmap_opcode {
     SWP_OP_SEND_SE        = 0x5,
     SWP_OP_SEND_SE_INV    = 0x6,
     SWP_OP_TERMINATE      = 0x7,
-    SWP_OP_MAX            = 0x8
+    SWP_OP_IMM            = 0x8,   /* RFC 7306: Immediate Data */
+    SWP_OP_IMM_SE         = 0x9,   /* RFC 7306: Immediate Data with SE */
+    SWP_OP_ATOMIC_REQ     = 0xa,   /* RFC 7306: Atomic Request */
+    SWP_OP_ATOMIC_RESP    = 0xb,   /* RFC 7306: Atomic Response */
+    SWP_OP_MAX            = 0xc
 };
 
-/* RFC 5040 5.1 untagged queue numbers */
+/* RFC 5040 5.1 untagged queue numbers.  RFC 7306: Immediate Data goes on
+ * queue 0 with the Sends, an Atomic Request on queue 1 with the Read
+ * Requests (one IRD/ORD bounds both), an Atomic Response on queue 3. */
 #define SWP_QN_SEND            0
 #define SWP_QN_READ_REQ        1
 #define SWP_QN_TERMINATE       2
-#define SWP_QN_COUNT           3
+#define SWP_QN_ATOMIC_RESP     3
+#define SWP_QN_COUNT           4
 
 struct swp_ctrl {
     uint8_t ddp;
@@ -203,6 +212,43 @@ struct swp_rdmap_read_req {
     uint8_t src_to[8];
 };
 _Static_assert(sizeof(struct swp_rdmap_read_req) == 28, "read request is 28 bytes");
+
+/* RFC 7306: the Atomic Request fields after the untagged header.  The
+ * first word is 28 reserved bits and the 4-bit atomic operation code. */
+struct swp_rdmap_atomic_req {
+    uint8_t opcode[4];     /* reserved << 4 | SWP_ATOMIC_* */
+    uint8_t req_id[4];     /* Request Identifier, echoed by the response */
+    uint8_t stag[4];       /* Remote STag */
+    uint8_t to[8];         /* Remote Tagged Offset of the 8-octet target */
+    uint8_t data[8];       /* Add Data (FetchAdd) or Swap Data (CmpSwap) */
+    uint8_t data_mask[8];  /* Add Mask or Swap Mask */
+    uint8_t cmp[8];        /* Compare Data (CmpSwap; zero for FetchAdd) */
+    uint8_t cmp_mask[8];   /* Compare Mask (CmpSwap; zero for FetchAdd) */
+};
+_Static_assert(sizeof(struct swp_rdmap_atomic_req) == 52, "atomic request is 52 bytes");
+
+#define SWP_ATOMIC_OP_MASK     0x0000000fu
+#define SWP_ATOMIC_FETCH_ADD   0x0     /* RFC 7306: FetchAdd */
+#define SWP_ATOMIC_CMP_SWAP    0x2     /* RFC 7306: CmpSwap */
+#define SWP_ATOMIC_LEN         8       /* the target is one naturally aligned u64 */
+
+static inline unsigned swp_atomic_req_op(const struct swp_rdmap_atomic_req *a)
+{
+    return swp_get32(a->opcode) & SWP_ATOMIC_OP_MASK;
+}
+
+/* RFC 7306: the Atomic Response fields after the untagged header. */
+struct swp_rdmap_atomic_resp {
+    uint8_t req_id[4];     /* Original Request Identifier */
+    uint8_t orig[8];       /* Original Remote Data Value */
+};
+_Static_assert(sizeof(struct swp_rdmap_atomic_resp) == 12, "atomic response is 12 bytes");
+
+/* RFC 7306: the Immediate Data after the untagged header. */
+struct swp_rdmap_imm {
+    uint8_t data[8];
+};
+_Static_assert(sizeof(struct swp_rdmap_imm) == 8, "immediate data is 8 bytes");
 
 /* RFC 5040 4.8: Terminate control field, after the untagged header. */
 struct swp_rdmap_term {
@@ -284,10 +330,14 @@ enum swp_term_llp_ecode {
 #define SWP_HDR_UNTAGGED       ((uint32_t)sizeof(struct swp_ddp_untagged_hdr))
 #define SWP_HDR_READ_REQ       (SWP_HDR_UNTAGGED + (uint32_t)sizeof(struct swp_rdmap_read_req))
 #define SWP_HDR_TERMINATE      (SWP_HDR_UNTAGGED + (uint32_t)sizeof(struct swp_rdmap_term))
-#define SWP_HDR_MAX            SWP_HDR_READ_REQ
+#define SWP_HDR_IMM            (SWP_HDR_UNTAGGED + (uint32_t)sizeof(struct swp_rdmap_imm))
+#define SWP_HDR_ATOMIC_REQ     (SWP_HDR_UNTAGGED + (uint32_t)sizeof(struct swp_rdmap_atomic_req))
+#define SWP_HDR_ATOMIC_RESP    (SWP_HDR_UNTAGGED + (uint32_t)sizeof(struct swp_rdmap_atomic_resp))
+#define SWP_HDR_MAX            SWP_HDR_ATOMIC_REQ
 
 /* Terminate may carry: DDP segment length (2) + the offending DDP/RDMAP
- * header (up to 46 bytes: a Read Request).  RFC 5040 4.8. */
+ * header (at most 46 bytes, a Read Request; the reservation is for the
+ * longest header).  RFC 5040 4.8. */
 #define SWP_TERM_MAX_LEN       (SWP_HDR_TERMINATE + 2 + SWP_HDR_MAX)
 
 #endif /* SWP_IWARP_WIRE_H */

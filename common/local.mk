@@ -19,6 +19,7 @@ common_libswpcore_la_SOURCES = \
 	common/qp_rx.c \
 	common/qp_rx_ops.c \
 	common/qp_rx_direct.c \
+	common/qp_ext.c \
 	common/srq.c \
 	common/mem.c \
 	common/cq.c \

@@ -90,10 +90,11 @@ int siwarp_reg_mr(struct siwarp_pd *pd, void *addr, size_t length, int access,
         return -EINVAL;
     if (pd->ctx->hw) return swp_hw_reg_mr(pd, addr, length, access, out);
     if (access & ~(SIWARP_ACCESS_LOCAL_WRITE | SIWARP_ACCESS_REMOTE_WRITE |
-                   SIWARP_ACCESS_REMOTE_READ))
+                   SIWARP_ACCESS_REMOTE_READ | SIWARP_ACCESS_REMOTE_ATOMIC))
         return -EINVAL;
-    /* as libibverbs: remote write needs local write */
-    if ((access & SIWARP_ACCESS_REMOTE_WRITE) && !(access & SIWARP_ACCESS_LOCAL_WRITE))
+    /* as libibverbs: remote write and remote atomic need local write */
+    if ((access & (SIWARP_ACCESS_REMOTE_WRITE | SIWARP_ACCESS_REMOTE_ATOMIC)) &&
+        !(access & SIWARP_ACCESS_LOCAL_WRITE))
         return -EINVAL;
     if ((uintptr_t)addr + length < (uintptr_t)addr)
         return -EOVERFLOW;

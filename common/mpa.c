@@ -125,7 +125,13 @@ int swp_mpa_parse_rr(const uint8_t *in, size_t len, bool reply,
     info->enhanced = swp_mpa_has_block(h->rev, h->flags);
 
     /* siwarp signalling in the reserved bits (see mpa.h). */
-    if (reply) {
+    if ((h->flags & SWP_MPA_SIWARP_BITS) == SWP_MPA_RFC7306_OFFER) {
+        /* a request: the RFC 7306 offer; a reply: siw echoing it */
+        if (!reply) {
+            info->siwarp = info->rfc7306 = true;
+            info->big_class = (h->flags & SWP_MPA_BIG_MASK) >> SWP_MPA_BIG_SHIFT;
+        }
+    } else if (reply) {
         if (h->flags & SWP_MPA_SIWARP_REPLY) {
             info->siwarp = true;
             info->big_class = (h->flags & SWP_MPA_BIG_MASK) >> SWP_MPA_BIG_SHIFT;
@@ -257,6 +263,8 @@ int swp_mpa_build_request(uint8_t *out, size_t outlen, const struct siwarp_conn_
     }
     if (p->big_fpdu && !p->markers)
         flags |= (uint8_t)(swp_mpa_big_class(p->big_fpdu) << SWP_MPA_BIG_SHIFT);
+    if (p->rfc7306 > 0)
+        flags |= SWP_MPA_RFC7306_OFFER;     /* class 7: we take any ULPDU */
     return swp_mpa_build_rr(out, outlen, false, rev, flags, iw, ow,
                             p->private_data, p->private_data_len);
 }
@@ -285,7 +293,10 @@ static void swp_mpa_nego_common(struct swp_nego *nego, const struct siwarp_conn_
     nego->max_rx_ulpdu = SWP_MPA_ULPDU_MAX;
     nego->peer_is_siwarp = peer->siwarp;
     if (peer->siwarp && !nego->markers_tx && !nego->markers_rx && ours->big_fpdu) {
-        uint32_t mine = swp_mpa_big_limit(swp_mpa_big_class(ours->big_fpdu));
+        /* an initiator that offered RFC 7306 announced class 7 */
+        uint32_t mine = nego->initiator && ours->rfc7306 > 0
+                            ? SWP_MPA_ULPDU_MAX
+                            : swp_mpa_big_limit(swp_mpa_big_class(ours->big_fpdu));
         uint32_t theirs = swp_mpa_big_limit(peer->big_class);
 
         if (mine)
@@ -355,7 +366,11 @@ int swp_mpa_nego_responder(const struct siwarp_conn_param *ours,
         nego->ird = ours->ird;
         nego->ord = ours->ord;
     }
+    /* mpa.h: a siwarp initiator's offer, accepted unless we refuse it */
+    nego->rfc7306 = req->rfc7306 && ours->rfc7306 >= 0;
     swp_mpa_nego_common(nego, ours, req, mss);
+    if (req->rfc7306 && !nego->rfc7306)
+        nego->peer_is_siwarp = false;   /* our reply will not say siwarp */
     *why = NULL;
     return 0;
 }
@@ -378,7 +393,8 @@ int swp_mpa_build_reply(uint8_t *out, size_t outlen, const struct swp_nego *nego
         if (nego->p2p)
             swp_mpa_rtr_to_words(nego->rtr, true, &iw, &ow);
     }
-    if (req->siwarp) {
+    /* a refused RFC 7306 offer gets a plain reply (mpa.h) */
+    if (req->siwarp && (!req->rfc7306 || nego->rfc7306)) {
         flags |= SWP_MPA_SIWARP_REPLY;
         if (our_big_fpdu && !nego->markers_tx && !nego->markers_rx)
             flags |= (uint8_t)(swp_mpa_big_class(our_big_fpdu) << SWP_MPA_BIG_SHIFT);
@@ -450,6 +466,8 @@ int swp_mpa_nego_initiator(const struct siwarp_conn_param *sent,
         nego->ird = sent->ird;
         nego->ord = sent->ord;
     }
+    /* mpa.h: a siwarp reply to our offer accepts RFC 7306 */
+    nego->rfc7306 = sent->rfc7306 > 0 && rep->siwarp;
     swp_mpa_nego_common(nego, sent, rep, mss);
     *why = NULL;
     return 0;

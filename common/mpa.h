@@ -40,6 +40,25 @@
 #define SWP_MPA_SIWARP_REPLY   0x01
 #define SWP_MPA_BIG_SHIFT      1
 #define SWP_MPA_BIG_MASK       0x0e
+#define SWP_MPA_SIWARP_BITS    0x0f
+
+/*
+ * RFC 7306 between siwarp peers, in the same four bits.  RFC 7306 leaves
+ * it to the ULP to know that the peer takes the new opcodes; siwarp peers
+ * agree on it here, and toward anybody else nothing on the wire changes.
+ *
+ *   request:  all four bits set, 0x0f: "siwarp initiator, offers RFC 7306,
+ *             takes ULPDUs up to 65535 (class 7)".  No earlier siwarp sends
+ *             it (a request's bit 0 was always clear, and class 7 never
+ *             sent), and it reads it as "not siwarp".  Sent only when
+ *             conn_param.rfc7306 asks for it.
+ *   reply:    a siwarp reply (bit 0 set, the responder's class 0..6, as
+ *             above) to that request: RFC 7306 accepted.  A reply of 0x0f
+ *             cannot be a siwarp reply (no siwarp announces class 7): it is
+ *             siw echoing our request, and means neither siwarp nor RFC
+ *             7306.  Anything else (0: hardware, an older siwarp) declines.
+ */
+#define SWP_MPA_RFC7306_OFFER  0x0f
 
 uint32_t swp_mpa_big_limit(unsigned cls);
 unsigned swp_mpa_big_class(uint32_t bytes);   /* largest class <= bytes, or 0 */
@@ -56,6 +75,7 @@ struct swp_mpa_rr_info {
     int rtr;                    /* SIWARP_RTR_* bits present in the words */
     unsigned big_class;         /* siwarp class, 0 if none */
     bool siwarp;                /* peer proved it is siwarp */
+    bool rfc7306;               /* request: RFC 7306 offered */
     const uint8_t *pd;          /* application private data (block stripped) */
     uint16_t pd_len;
 };

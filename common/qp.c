@@ -240,6 +240,7 @@ int siwarp_destroy_qp(struct siwarp_qp *qp)
     for (uint32_t i = qp->sqr.head; i != qp->sqr.tail; i++)
         free(qp->sq[i & qp->sqr.mask].inline_buf);
     free(qp->tx.tail);
+    free(qp->amo);
     free(qp);               /* the rings live in the same block (swp_qp_alloc) */
     return 0;
 }
@@ -260,6 +261,10 @@ static enum siwarp_wc_opcode swp_wc_op(enum siwarp_wr_opcode op)
     switch (op) {
     case SIWARP_WR_WRITE: return SIWARP_WC_WRITE;
     case SIWARP_WR_READ:  return SIWARP_WC_READ;
+    case SIWARP_WR_ATOMIC_FETCH_ADD:
+    case SIWARP_WR_ATOMIC_MASKED_FETCH_ADD: return SIWARP_WC_FETCH_ADD;
+    case SIWARP_WR_ATOMIC_CMP_SWP:
+    case SIWARP_WR_ATOMIC_MASKED_CMP_SWP:   return SIWARP_WC_COMP_SWAP;
     default:              return SIWARP_WC_SEND;
     }
 }
@@ -282,7 +287,7 @@ void swp_sq_retire(struct siwarp_qp *qp)
 {
     while (qp->sqr.head != qp->sqr.tail) {
         struct swp_swqe *w = &qp->sq[qp->sqr.head & qp->sqr.mask];
-        if (!w->complete && !(w->segmented && w->opcode != SIWARP_WR_READ &&
+        if (!w->complete && !(w->segmented && !swp_wr_awaits_response(w->opcode) &&
                               qp->tx.written >= w->done_at))
             break;
         if (w->status != SIWARP_WC_SUCCESS || (w->flags & SIWARP_SEND_SIGNALED) ||
@@ -571,6 +576,7 @@ int siwarp_query_qp(struct siwarp_qp *qp, struct siwarp_qp_attr *a)
     a->ord = qp->nego.ord;
     a->mulpdu = qp->nego.mulpdu;
     a->peer_is_siwarp = qp->nego.peer_is_siwarp;
+    a->rfc7306 = qp->nego.rfc7306;
     memcpy(a->peer_private_data, qp->nego.peer_pd, qp->nego.peer_pd_len);
     a->peer_private_data_len = qp->nego.peer_pd_len;
     a->error = qp->error;

@@ -233,7 +233,7 @@ static int rx_hdr_step(struct siwarp_qp *qp)
         }
     }
     if (rx->hdr_phase == 1) {
-        term = swp_ddp_check_ctrl(c);
+        term = swp_ddp_check_ctrl(c, qp->nego.rfc7306);
         if (term)
             return rx_fatal(qp, term, "a bad DDP/RDMAP control field");
         rx->op = swp_ctrl_opcode(c);

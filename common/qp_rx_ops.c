@@ -32,7 +32,7 @@ static const struct swp_ddp_tagged_hdr *rx_thdr(const struct swp_rx *rx)
 /* RFC 5041 5.3 / 7.2: queue number, then MSN, checked for every untagged
  * segment in that order. */
 SWP_HOT
-static uint32_t rx_check_untagged(struct siwarp_qp *qp, unsigned qn_expected)
+uint32_t swp_rx_check_untagged(struct siwarp_qp *qp, unsigned qn_expected)
 {
     const struct swp_ddp_untagged_hdr *u = rx_uhdr(&qp->rx);
     uint32_t qn = swp_get32(u->qn);
@@ -79,6 +79,8 @@ static uint32_t rx_hdr_read_resp(struct siwarp_qp *qp)
         return rx->seg_len == 0 ? 0
                                 : SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_TAGGED, SWP_DDP_EC_T_BASE_BOUNDS);
     w = &qp->sq[idx & qp->sqr.mask];
+    if (w->opcode != SIWARP_WR_READ)       /* RFC 7306: an atomic is answered */
+        return SWP_TERM(SWP_TERM_LAYER_RDMAP, SWP_RDMAP_ET_REMOTE_OP, SWP_RDMAP_EC_UNEXP_OPCODE);
     if (rx->seg_len == 0 && w->len == 0)
         return 0;
     if (stag != w->sge[0].lkey)
@@ -98,7 +100,7 @@ static uint32_t rx_hdr_send(struct siwarp_qp *qp)
 {
     struct swp_rx *rx = &qp->rx;
     const struct swp_ddp_untagged_hdr *u = rx_uhdr(rx);
-    uint32_t term = rx_check_untagged(qp, SWP_QN_SEND);
+    uint32_t term = swp_rx_check_untagged(qp, SWP_QN_SEND);
     uint32_t mo = swp_get32(u->mo);
     struct swp_rwqe *w;
 
@@ -154,7 +156,7 @@ static uint32_t rx_hdr_read_req(struct siwarp_qp *qp)
     const struct swp_ddp_untagged_hdr *u = rx_uhdr(rx);
     const struct swp_rdmap_read_req *rr =
         (const struct swp_rdmap_read_req *)(rx->hdr + SWP_MPA_HDR_LEN + SWP_HDR_UNTAGGED);
-    uint32_t term = rx_check_untagged(qp, SWP_QN_READ_REQ);
+    uint32_t term = swp_rx_check_untagged(qp, SWP_QN_READ_REQ);
     uint32_t size = swp_get32(rr->size);
     uint8_t *src = NULL;
 
@@ -181,7 +183,7 @@ static uint32_t rx_hdr_read_req(struct siwarp_qp *qp)
 
 static uint32_t rx_hdr_term(struct siwarp_qp *qp)
 {
-    uint32_t term = rx_check_untagged(qp, SWP_QN_TERMINATE);
+    uint32_t term = swp_rx_check_untagged(qp, SWP_QN_TERMINATE);
 
     qp->rx.place_niov = 0;
     if (term)
@@ -234,7 +236,7 @@ static void rx_done_read_resp(struct siwarp_qp *qp)
  * with every other message, whether it lies in staging or in a WQE), or
  * the CQ itself. */
 SWP_HOT
-static void rx_deliver(struct siwarp_qp *qp, const struct siwarp_wc *wc, const uint8_t *data)
+void swp_rx_deliver(struct siwarp_qp *qp, const struct siwarp_wc *wc, const uint8_t *data)
 {
     struct siwarp_cq *cq = qp->rcq;
 
@@ -297,7 +299,7 @@ static void rx_done_send(struct siwarp_qp *qp)
         wc.wc_flags |= SIWARP_WC_WITH_INV;
         wc.invalidated_stag = stag;
     }
-    rx_deliver(qp, &wc, inl ? rx->inl : NULL);
+    swp_rx_deliver(qp, &wc, inl ? rx->inl : NULL);
 }
 
 static void rx_done_read_req(struct siwarp_qp *qp)
@@ -313,6 +315,7 @@ static void rx_done_read_req(struct siwarp_qp *qp)
         qp->rtr_wait_rx = false;     /* answered below with a zero-length response */
         swp_tx_rtr_settle(qp);
     }
+    r->atomic = false;          /* ring slots are not zeroed (qp.c) */
     r->sink_stag = swp_get32(rr->sink_stag);
     r->sink_to = swp_get64(rr->sink_to);
     r->len = size;
@@ -343,4 +346,9 @@ const struct swp_rx_op swp_rx_ops[SWP_OP_MAX] = {
     [SWP_OP_SEND_SE]     = { rx_hdr_send,      rx_done_send },
     [SWP_OP_SEND_SE_INV] = { rx_hdr_send,      rx_done_send },
     [SWP_OP_TERMINATE]   = { rx_hdr_term,      rx_done_term },
+    /* RFC 7306, qp_ext.c */
+    [SWP_OP_IMM]         = { swp_rx_hdr_imm,         swp_rx_done_imm },
+    [SWP_OP_IMM_SE]      = { swp_rx_hdr_imm,         swp_rx_done_imm },
+    [SWP_OP_ATOMIC_REQ]  = { swp_rx_hdr_atomic_req,  swp_rx_done_atomic_req },
+    [SWP_OP_ATOMIC_RESP] = { swp_rx_hdr_atomic_resp, swp_rx_done_atomic_resp },
 };

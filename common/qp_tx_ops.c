@@ -257,7 +257,8 @@ void swp_tx_fill(struct siwarp_qp *qp)
         bool mid_msg = w && w->sent && !w->segmented;
 
         if (!mid_msg && swp_ring_count(&qp->irqr)) {
-            if (!tx_read_resp(qp, &qp->irq[qp->irqr.head & qp->irqr.mask]))
+            struct swp_irqe *r = &qp->irq[qp->irqr.head & qp->irqr.mask];
+            if (!(r->atomic ? swp_tx_atomic_resp(qp, r) : tx_read_resp(qp, r)))
                 return;
             continue;
         }
@@ -265,12 +266,15 @@ void swp_tx_fill(struct siwarp_qp *qp)
          * initiator: nothing before the Read RTR is answered */
         if (qp->rtr_wait_rx || qp->rtr_wait_resp || !w)
             return;
-        if (w->opcode == SIWARP_WR_READ) {
-            /* RFC 5040 6.4 / verbs read fence, and the negotiated ORD */
+        if (swp_wr_awaits_response(w->opcode)) {
+            /* RFC 5040 6.4 / verbs read fence, and the negotiated ORD,
+             * which bounds Reads and RFC 7306 atomics together */
             if (swp_ring_count(&qp->orqr) >= qp->nego.ord || qp->nego.ord == 0)
                 return;
-            if (!tx_read_req(qp, w->sge[0].lkey, (uintptr_t)w->sge[0].addr, (uint32_t)w->len,
-                             w->rkey, w->raddr))
+            if (w->opcode == SIWARP_WR_READ
+                    ? !tx_read_req(qp, w->sge[0].lkey, (uintptr_t)w->sge[0].addr,
+                                   (uint32_t)w->len, w->rkey, w->raddr)
+                    : !swp_tx_atomic_req(qp, w, qp->orqr.tail))
                 return;
             qp->orq[qp->orqr.tail++ & qp->orqr.mask] = qp->sq_cur;
             w->segmented = true;
@@ -279,7 +283,7 @@ void swp_tx_fill(struct siwarp_qp *qp)
         }
         if ((w->flags & SIWARP_SEND_FENCE) && !w->sent && swp_ring_count(&qp->orqr))
             return;
-        if (!tx_segment(qp, w))
+        if (!(swp_wr_is_ext(w->opcode) ? swp_tx_imm(qp, w) : tx_segment(qp, w)))
             return;
         if (w->segmented)
             qp->sq_cur++;

@@ -179,7 +179,8 @@ struct swp_swqe {
     enum siwarp_wr_opcode opcode;
     int flags;                       /* SIWARP_SEND_* */
     uint32_t inv_stag;
-    uint64_t raddr;
+    uint64_t raddr;                  /* RFC 7306 Immediate Data: the 8 octets
+                                      * (it names no remote buffer) */
     uint32_t rkey;
     uint32_t num_sge;
     uint64_t len;                    /* total bytes */
@@ -206,19 +207,29 @@ struct swp_rwqe {
     uint64_t mr_gen;                 /* ctx->mr_gen when its SGL was checked */
 };
 
+/* The operands of a posted RFC 7306 atomic, in wire terms (qp_ext.c). */
+struct swp_amo {
+    unsigned op;                     /* SWP_ATOMIC_* */
+    uint64_t data, data_mask, cmp, cmp_mask;
+};
+
 /* Check a receive WR's SGL against pd (lkey, rights, bounds) and copy it
  * into w (w->sge has room for max_sge).  0, -EINVAL or -EMSGSIZE. */
 int swp_rwqe_fill(struct siwarp_ctx *ctx, struct siwarp_pd *pd, uint32_t max_sge,
                   struct swp_rwqe *w, const struct siwarp_recv_wr *wr);
 
-/* An inbound RDMA Read Request being served (RFC 5040 4.4, 5.2). */
+/* An inbound RDMA Read Request being served (RFC 5040 4.4, 5.2), or an
+ * executed RFC 7306 atomic whose response is due. */
 struct swp_irqe {
     uint32_t sink_stag;
-    uint64_t sink_to;
     uint32_t len;
+    uint64_t sink_to;
     uint8_t *src;                    /* validated source bytes */
     uint32_t sent;
+    uint32_t req_id;                 /* atomic: Request Identifier */
     uint64_t done_at;                /* tx.queued after its last FPDU */
+    uint64_t orig;                   /* atomic: the target's value before */
+    bool atomic;
 };
 
 /* A ring of fixed-size entries; size is a power of two. */
@@ -239,6 +250,7 @@ struct swp_nego {
     uint32_t mulpdu;          /* max ULPDU we send */
     uint32_t max_rx_ulpdu;    /* max ULPDU we accept */
     bool peer_is_siwarp;
+    bool rfc7306;             /* both ends take the RFC 7306 opcodes (mpa.h) */
     uint8_t peer_pd[SWP_MPA_MAX_PD];
     uint16_t peer_pd_len;
     /* stream octet offsets of the first FPDU, for marker placement
@@ -447,8 +459,10 @@ struct siwarp_qp {
     struct swp_swqe *sq;  struct swp_ring sqr;   /* posted sends, oldest first */
     uint32_t sq_cur;                             /* index of WQE being transmitted */
     struct swp_rwqe *rq;  struct swp_ring rqr;   /* posted receives */
-    uint32_t *orq;        struct swp_ring orqr;  /* our outstanding Reads: sq idx,
-                                                    or SWP_ORQ_RTR */
+    uint32_t *orq;        struct swp_ring orqr;  /* our outstanding Reads and atomics:
+                                                    sq idx, or SWP_ORQ_RTR */
+    struct swp_amo *amo;                         /* atomic operands per SQ slot,
+                                                    allocated by the first atomic */
     struct swp_irqe *irq; struct swp_ring irqr;  /* peer Reads we serve */
     uint32_t irq_wr;      /* oldest irq entry whose response is not all written */
     struct siwarp_srq *srq;                      /* NULL: receives come from rq */
@@ -553,6 +567,32 @@ struct swp_rx_op {
     void (*done)(struct siwarp_qp *qp);
 };
 extern const struct swp_rx_op swp_rx_ops[SWP_OP_MAX];
+/* RFC 5041 5.3: queue number, then MSN, of the untagged segment received */
+uint32_t swp_rx_check_untagged(struct siwarp_qp *qp, unsigned qn_expected);
+/* a received message's completion to the recv CQ, or its handler */
+void swp_rx_deliver(struct siwarp_qp *qp, const struct siwarp_wc *wc, const uint8_t *data);
+
+/* qp_ext.c: RFC 7306 (atomics, Immediate Data) */
+bool swp_wr_is_ext(enum siwarp_wr_opcode op);
+bool swp_wr_awaits_response(enum siwarp_wr_opcode op);   /* Read or atomic */
+int  swp_ext_post_check(struct siwarp_qp *qp, const struct siwarp_send_wr *wr);
+int  swp_ext_post_fill(struct siwarp_qp *qp, struct swp_swqe *w, uint32_t slot,
+                       const struct siwarp_send_wr *wr);
+bool swp_tx_atomic_req(struct siwarp_qp *qp, const struct swp_swqe *w, uint32_t req_id);
+bool swp_tx_atomic_resp(struct siwarp_qp *qp, struct swp_irqe *r);
+bool swp_tx_imm(struct siwarp_qp *qp, struct swp_swqe *w);
+uint32_t swp_rx_hdr_imm(struct siwarp_qp *qp);
+uint32_t swp_rx_hdr_atomic_req(struct siwarp_qp *qp);
+uint32_t swp_rx_hdr_atomic_resp(struct siwarp_qp *qp);
+void swp_rx_done_imm(struct siwarp_qp *qp);
+void swp_rx_done_atomic_req(struct siwarp_qp *qp);
+void swp_rx_done_atomic_resp(struct siwarp_qp *qp);
+/* Execute an RFC 7306 atomic on *t with the CPU's atomic instructions;
+ * returns the value before.  FetchAdd: data is added field by field, the
+ * fields' top bits set in data_mask (0: plain add).  CmpSwap: if the bits
+ * of cmp_mask equal cmp's, those of data_mask are taken from data. */
+uint64_t swp_atomic_exec(uint64_t *t, unsigned op, uint64_t data, uint64_t data_mask,
+                         uint64_t cmp, uint64_t cmp_mask);
 
 /* Is the segment being received the peer-to-peer RTR of this type (RFC
  * 6581 6: a zero-length message of the negotiated kind, while one is due)? */
@@ -615,8 +655,9 @@ struct swp_opinfo {
 extern const struct swp_opinfo swp_opinfo[SWP_OP_MAX];
 
 /* Validate DDP/RDMAP control bytes of a received header (RFC 5041 5.1,
- * RFC 5040 4.2): 0 or a term code. */
-uint32_t swp_ddp_check_ctrl(const struct swp_ctrl *c);
+ * RFC 5040 4.2); rfc7306: the stream negotiated RFC 7306's opcodes.  0 or
+ * a term code. */
+uint32_t swp_ddp_check_ctrl(const struct swp_ctrl *c, bool rfc7306);
 /* Build headers.  Return header length. */
 uint32_t swp_ddp_build_tagged(uint8_t *h, unsigned op, bool last, uint32_t stag, uint64_t to);
 uint32_t swp_ddp_build_untagged(uint8_t *h, unsigned op, bool last, uint32_t qn,

@@ -117,8 +117,10 @@ static int swp_check_send_wr(struct siwarp_qp *qp, const struct siwarp_send_wr *
 {
     if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->init.max_sge || (wr->num_sge && !wr->sg_list))
         return -EINVAL;
-    if ((unsigned)wr->opcode > SIWARP_WR_READ)
+    if ((unsigned)wr->opcode > SIWARP_WR_IMM_DATA_SE)
         return -EINVAL;
+    if (swp_wr_is_ext(wr->opcode))
+        return swp_ext_post_check(qp, wr);      /* RFC 7306 (qp_ext.c) */
     /* a Read's SGE is the sink named in the Read Request: it needs an STag */
     if (wr->opcode == SIWARP_WR_READ &&
         (wr->send_flags & (SIWARP_SEND_INLINE | SIWARP_SEND_UNREGISTERED)))
@@ -144,7 +146,8 @@ static int swp_post_one_send(struct siwarp_qp *qp, const struct siwarp_send_wr *
         return -EMSGSIZE;
     if ((wr->send_flags & SIWARP_SEND_INLINE) && len > qp->init.max_inline)
         return -EINVAL;
-    if (!(wr->send_flags & (SIWARP_SEND_INLINE | SIWARP_SEND_UNREGISTERED))) {
+    if (!(wr->send_flags & (SIWARP_SEND_INLINE | SIWARP_SEND_UNREGISTERED)) &&
+        !swp_wr_is_ext(wr->opcode)) {
         int access = wr->opcode == SIWARP_WR_READ ? SIWARP_ACCESS_LOCAL_WRITE : 0;
         for (int i = 0; i < wr->num_sge; i++) {
             if (wr->sg_list[i].length == 0)
@@ -168,6 +171,8 @@ static int swp_post_one_send(struct siwarp_qp *qp, const struct siwarp_send_wr *
     w->num_sge = (uint32_t)wr->num_sge;
     if (wr->num_sge)     /* sg_list may be NULL with no SGEs */
         memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(w->sge[0]));
+    if (swp_wr_is_ext(wr->opcode) && (rc = swp_ext_post_fill(qp, w, slot, wr)) < 0)
+        return rc;
     if (wr->send_flags & SIWARP_SEND_INLINE) {
         uint64_t off = 0;
         w->inline_buf = malloc(len ? len : 1);

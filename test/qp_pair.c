@@ -29,7 +29,10 @@ void swp_test_pair_setup(struct swp_test_pair *p, const struct swp_test_pair_opt
         a.max_sge = 1;
         ASSERT_OK(siwarp_create_qp(p->pd, &a, &p->qp[i]));
     }
-    ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fd));
+    if (o->tcp)
+        swp_test_tcp_pair(fd);
+    else
+        ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fd));
     if (o->sndbuf) {
         ASSERT_OK(setsockopt(fd[0], SOL_SOCKET, SO_SNDBUF, &o->sndbuf, sizeof(o->sndbuf)));
         ASSERT_OK(setsockopt(fd[1], SOL_SOCKET, SO_RCVBUF, &o->sndbuf, sizeof(o->sndbuf)));
@@ -41,6 +44,7 @@ void swp_test_pair_setup(struct swp_test_pair *p, const struct swp_test_pair_opt
     n.ird = n.ord = o->ird_ord;
     n.mulpdu = o->mulpdu;
     n.max_rx_ulpdu = 65535;
+    n.rfc7306 = n.peer_is_siwarp = o->rfc7306;
     n.initiator = true;
     ASSERT_OK(swp_qp_attach_fd(p->qp[0], fd[0], &n));
     n.initiator = false;

@@ -26,6 +26,8 @@ struct swp_test_pair_opts {
     uint32_t mulpdu;
     int sndbuf;             /* qp[0]'s SO_SNDBUF and qp[1]'s SO_RCVBUF; 0: default */
     bool crc, markers;
+    bool rfc7306;           /* as if both ends had agreed on RFC 7306 */
+    bool tcp;               /* TCP over loopback instead of a socketpair */
 };
 
 /* Fails the test case on any error. */

@@ -117,6 +117,9 @@ enum siwarp_access {
     SIWARP_ACCESS_LOCAL_WRITE  = 1 << 0,
     SIWARP_ACCESS_REMOTE_WRITE = 1 << 1,
     SIWARP_ACCESS_REMOTE_READ  = 1 << 2,
+    /* RFC 7306 atomics may target the region (needs LOCAL_WRITE, as in
+     * verbs).  A verbs device refuses it (-EOPNOTSUPP): see "RFC 7306". */
+    SIWARP_ACCESS_REMOTE_ATOMIC = 1 << 3,
 };
 
 int  siwarp_alloc_pd(struct siwarp_ctx *ctx, struct siwarp_pd **pd);
@@ -158,12 +161,15 @@ enum siwarp_wc_opcode {
      * SIWARP_WC_WR_FLUSH_ERR.  Without it a QP that was only receiving
      * would fail silently: an SRQ's WQEs are no QP's to flush. */
     SIWARP_WC_SRQ_LAST,
+    SIWARP_WC_FETCH_ADD,        /* RFC 7306 FetchAdd, masked or not */
+    SIWARP_WC_COMP_SWAP,        /* RFC 7306 CmpSwap, masked or not */
 };
 
 enum siwarp_wc_flags {
     SIWARP_WC_WITH_INV   = 1 << 0,  /* RECV of a Send with Invalidate */
     SIWARP_WC_SOLICITED  = 1 << 1,  /* RECV of a Send with Solicited Event */
     SIWARP_WC_INLINE     = 1 << 2,  /* RECV handed over in place: no WQE used */
+    SIWARP_WC_WITH_IMM   = 1 << 3,  /* RECV of RFC 7306 Immediate Data: imm_data */
 };
 
 struct siwarp_wc {
@@ -175,6 +181,7 @@ struct siwarp_wc {
     uint32_t invalidated_stag;
     uint32_t vendor_err;      /* Terminate layer<<12 | etype<<8 | code, or 0 */
     struct siwarp_qp *qp;
+    uint64_t imm_data;        /* SIWARP_WC_WITH_IMM: the 8 octets, as posted */
 };
 
 /* cqe is the initial size: a CQ grows rather than lose a completion. */
@@ -226,6 +233,17 @@ enum siwarp_wr_opcode {
     SIWARP_WR_SEND_SE_INV,
     SIWARP_WR_WRITE,
     SIWARP_WR_READ,
+    /* RFC 7306 (see "RFC 7306" below): */
+    SIWARP_WR_ATOMIC_FETCH_ADD,        /* *t += compare_add */
+    SIWARP_WR_ATOMIC_CMP_SWP,          /* if (*t == compare_add) *t = swap */
+    SIWARP_WR_ATOMIC_MASKED_FETCH_ADD, /* add field by field: compare_add_mask bits
+                                          mark each field's top bit, whose carry
+                                          is dropped (0: one 64-bit field) */
+    SIWARP_WR_ATOMIC_MASKED_CMP_SWP,   /* if (((*t ^ compare_add) & compare_add_mask)
+                                          == 0) *t = (*t & ~swap_mask) |
+                                          (swap & swap_mask) */
+    SIWARP_WR_IMM_DATA,                /* Immediate Data: imm_data, no payload */
+    SIWARP_WR_IMM_DATA_SE,             /* ... with Solicited Event */
 };
 
 enum siwarp_send_flags {
@@ -259,6 +277,19 @@ struct siwarp_send_wr {
         uint64_t remote_addr;          /* tagged offset at the peer */
         uint32_t rkey;                 /* peer STag */
     } rdma;
+    /* SIWARP_WR_ATOMIC_*: the target is the 8-aligned u64 at tagged offset
+     * remote_addr of STag rkey (registered SIWARP_ACCESS_REMOTE_ATOMIC);
+     * its value before the operation is stored, in host byte order, into
+     * the WR's one SGE (8 octets, LOCAL_WRITE).  Operands are host order. */
+    struct {
+        uint64_t remote_addr;
+        uint32_t rkey;
+        uint64_t compare_add;          /* FetchAdd: addend; CmpSwap: compare */
+        uint64_t swap;                 /* CmpSwap: new value */
+        uint64_t compare_add_mask;     /* MASKED_*: see the opcodes */
+        uint64_t swap_mask;            /* MASKED_CMP_SWP */
+    } atomic;
+    uint64_t imm_data;                 /* SIWARP_WR_IMM_DATA[_SE] */
 };
 
 struct siwarp_recv_wr {
@@ -327,6 +358,11 @@ struct siwarp_conn_param {
                                 and TCP_USER_TIMEOUT); 0: default 30000, <0: off */
     const void *private_data;
     uint16_t private_data_len;
+    /* RFC 7306 (atomics, Immediate Data) with a siwarp peer.  Initiator:
+     * nonzero offers it in the MPA Request (mpa.h: reserved flag bits no
+     * other peer sends), so leave it 0 toward siw or an RNIC.  Responder:
+     * an offer is accepted unless this is negative. */
+    int      rfc7306;
 };
 void siwarp_conn_param_default(struct siwarp_conn_param *p);
 
@@ -348,6 +384,9 @@ struct siwarp_qp_attr {
     char     error_str[128];     /* human-readable cause */
     struct sockaddr_storage local, peer;
     uint64_t srq_wqes;           /* receive WQEs taken from its SRQ, ever */
+    int      rfc7306;            /* both ends speak RFC 7306: atomics and
+                                    Immediate Data may be posted; outstanding
+                                    atomics share ird / ord with Reads */
 };
 
 int  siwarp_create_qp(struct siwarp_pd *pd, const struct siwarp_qp_init_attr *attr,
@@ -390,6 +429,39 @@ int  siwarp_qp_send_goes_now(struct siwarp_qp *qp);
 int  siwarp_flush_held(struct siwarp_ctx *ctx);
 int  siwarp_post_recv(struct siwarp_qp *qp, struct siwarp_recv_wr *wr,
                       struct siwarp_recv_wr **bad_wr);
+
+/* ---- RFC 7306: atomics and Immediate Data ----------------------------------
+ * Between two siwarp ends that negotiated it (conn_param.rfc7306;
+ * siwarp_qp_attr.rfc7306 says whether they did), the SIWARP_WR_ATOMIC_*
+ * and SIWARP_WR_IMM_DATA* opcodes may be posted; otherwise -- before the
+ * connection is up, toward any other peer, on a verbs device -- posting one
+ * returns -EOPNOTSUPP.  Other post errors: -EINVAL for an atomic whose
+ * remote_addr is not 8-aligned or whose WR has not exactly one SGE of at
+ * least 8 octets; the SGE's lkey, rights and bounds as for a Read.
+ *  - Atomics are Read-like: each waits for its Atomic Response, which
+ *    completes it (SIWARP_WC_FETCH_ADD / SIWARP_WC_COMP_SWAP, byte_len 8)
+ *    after the original value was stored into the SGE.  Reads and atomics
+ *    together are bounded by the negotiated ORD: beyond it a WR stays
+ *    queued until a response frees a slot (never -EAGAIN), and the peer
+ *    answers more than its IRD with a Terminate.  Responses are taken in
+ *    request order.
+ *  - The responder executes each atomic with the CPU's atomic instructions
+ *    on the 8-octet target, so it is atomic against the responder's own
+ *    __atomic / C11 atomics on that word and against other QPs' atomics.
+ *    Checks, in order, each failure a Terminate with nothing executed:
+ *    STag valid, PD, SIWARP_ACCESS_REMOTE_ATOMIC, bounds (offset wrap
+ *    included), 8-octet alignment -- all RDMAP remote protection errors:
+ *    invalid STag; STag not associated with the stream; access rights;
+ *    tagged offset wrap; base or bounds for a target outside the region
+ *    or not 8-aligned in memory.  More
+ *    outstanding Reads and atomics than the IRD is a remote operation
+ *    error (catastrophic, localized to the stream).  The requester's WR
+ *    completes with SIWARP_WC_REM_ACCESS_ERR (protection) or
+ *    SIWARP_WC_REM_ABORT_ERR and vendor_err naming the Terminate
+ *    (siwarp_term_str); the QP goes to ERROR as for any Terminate.
+ *  - Immediate Data consumes a posted receive (no payload is placed) and
+ *    completes it as SIWARP_WC_RECV with SIWARP_WC_WITH_IMM, byte_len 0 and
+ *    imm_data; SIWARP_WR_IMM_DATA_SE adds SIWARP_WC_SOLICITED. */
 
 /* ---- shared receive queue ---------------------------------------------- */
 

@@ -48,7 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         term = size >= 2 ? (uint32_t)(in[0] << 8 | in[1]) : 0;
     }
     if (size >= sizeof(struct swp_ctrl))
-        (void)swp_ddp_check_ctrl((const struct swp_ctrl *)in);
+        (void)swp_ddp_check_ctrl((const struct swp_ctrl *)in, in[0] & 1);
 
     s = siwarp_term_str(term);
     if (!s || strlen(s) >= 128 || !strstr(s, "layer"))

@@ -26,3 +26,8 @@ test_integ_test_integ_netns_CPPFLAGS = $(INTEG_CPPFLAGS)
 # Wireshark's iwarp_mpa / iwarp_ddp_rdmap dissectors (TAP script).
 TESTS += test/integ/test_tshark.sh
 EXTRA_DIST += test/integ/test_tshark.sh
+
+# RFC 7306 traffic for test_tshark.sh's capture of atomics and Immediate
+# Data (a helper, not a test of its own).
+check_PROGRAMS += test/integ/rfc7306_traffic
+test_integ_rfc7306_traffic_SOURCES = test/integ/rfc7306_traffic.c

@@ -21,6 +21,15 @@
 # ack_lost_segment) is taken again, up to 3 times; if every attempt
 # lost packets the CRC check is skipped with that reason, never passed.
 #
+# mpa2-rfc7306: two siwarp ends that agreed on RFC 7306 (the offer in the
+# MPA flags' reserved bits, mpa.h) run every atomic and both Immediate Data
+# opcodes (test/integ/rfc7306_traffic); besides the checks above, Wireshark
+# 4.0's iwarp_rdma.atomic.* fields must show what was posted: each Atomic
+# Request's STag the server's, FetchAdd's Add Data 5, and the responses'
+# Original Request Identifiers those of the requests, in order.  Wireshark
+# 4.0 has no name for Immediate Data (opcodes 0x8, 0x9): they are checked by
+# number.
+#
 # Known and accepted: Wireshark 4.0's MPA dissector does not know RFC 6581,
 # so the enhanced-mode flag 0x10 of an MPA v2 Request/Reply shows as
 # "Reserved: 0x10" (at most a warning, never an error) and the IRD/ORD words
@@ -31,11 +40,14 @@
 
 top_builddir=${top_builddir:-$(cd "$(dirname "$0")/../.." && pwd)}
 perf=${SIWARP_PERF:-$top_builddir/contrib/siwarp-perf}
-configs="mpa2 mpa1 mpa2-markers mpa2-big"
+amo=$top_builddir/test/integ/rfc7306_traffic
+# SWP_TSHARK_CONFIGS: run only these (say, "mpa2-rfc7306")
+configs=${SWP_TSHARK_CONFIGS:-"mpa2 mpa1 mpa2-markers mpa2-big mpa2-rfc7306"}
 checks_per_config=7
 attempts=3
 
-ntests=$(( $(echo $configs | wc -w) * checks_per_config ))
+case " $configs " in *" mpa2-rfc7306 "*) extra=1 ;; *) extra=0 ;; esac
+ntests=$(( $(echo $configs | wc -w) * checks_per_config + extra ))
 
 if ! command -v tshark >/dev/null 2>&1; then
     echo "1..0 # SKIP tshark not installed (apt-get install tshark)"
@@ -45,10 +57,12 @@ if [ "$(id -u)" != 0 ]; then
     echo "1..0 # SKIP capturing on lo needs root"
     exit 0
 fi
-if [ ! -x "$perf" ]; then
-    echo "Bail out! $perf not built"
-    exit 1
-fi
+for prog in "$perf" "$amo"; do
+    if [ ! -x "$prog" ]; then
+        echo "Bail out! $prog not built"
+        exit 1
+    fi
+done
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/swp-tshark.XXXXXX")
 spid=
@@ -95,8 +109,12 @@ capture_config() {
 
     # server first: it picks the port the capture filter needs
     mkfifo "$dir/srv.fifo" "$dir/ts.fifo"
-    # shellcheck disable=SC2086
-    "$perf" -s -a 127.0.0.1 -p 0 $flags >"$dir/srv.fifo" 2>"$dir/srv.err" &
+    if [ "$cfg" = mpa2-rfc7306 ]; then
+        "$amo" -s >"$dir/srv.fifo" 2>"$dir/srv.err" &
+    else
+        # shellcheck disable=SC2086
+        "$perf" -s -a 127.0.0.1 -p 0 $flags >"$dir/srv.fifo" 2>"$dir/srv.err" &
+    fi
     spid=$!
     exec 5<"$dir/srv.fifo"
     if ! read -r line <&5; then
@@ -143,16 +161,35 @@ capture_config() {
         return 1
     fi
 
-    # traffic: every opcode, then multi-FPDU messages
+    # traffic: every opcode, then multi-FPDU messages (RFC 7306: five
+    # connections of every atomic and Immediate Data)
     crc=0
     : >"$dir/cli.log"
+    if [ "$cfg" = mpa2-rfc7306 ]; then
+        for i in 1 2 3 4 5; do
+            if ! "$amo" -c "$port" >>"$dir/cli.log" 2>&1; then
+                crc=1
+                echo "# $cfg: rfc7306_traffic run $i failed" >>"$dir/cli.log"
+            fi
+        done
+    fi
     for args in "-t mix -z 4096" "-t mix -z 70001" "-t send -m lat -z 100 -n 4" \
                 "-t write -m lat -z 200000 -n 3" "-t read -m bw -z 150000 -n 4 -w 2"; do
+        [ "$cfg" = mpa2-rfc7306 ] && break
         # shellcheck disable=SC2086
         if ! "$perf" -c 127.0.0.1 -p "$port" $flags $args --timeout 60 >>"$dir/cli.log" 2>&1; then
             crc=1
             echo "# $cfg: siwarp-perf $args failed" >>"$dir/cli.log"
         fi
+    done
+    # the capture holds every packet before it stops: a last probe, "end",
+    # shows up in the file after all the traffic (short runs, as the
+    # RFC 7306 ones, were otherwise cut off)
+    end=$(($(date +%s) + 30))
+    while [ "$(date +%s)" -le $end ]; do
+        python3 -c "import socket;socket.socket(2,2).sendto(b'end',('127.0.0.1',$probe))"
+        [ "$(tshark -r "$dir/trace.pcapng" -Y 'udp && data.data == 65:6e:64' 2>/dev/null |
+             wc -l)" -gt 0 ] && break
     done
     kill -INT "$tspid" 2>/dev/null
     wait "$tspid" 2>/dev/null
@@ -175,6 +212,27 @@ lost_segments() {
     echo $((gaps + (syns < 5 ? 5 - syns : 0)))
 }
 
+# check_atomic_fields DIR: the RFC 7306 fields as Wireshark decodes them
+# against what rfc7306_traffic posted (see the top)
+check_atomic_fields() {
+    f="$1/trace.pcapng"
+    # one value a line: a frame may carry several FPDUs
+    tf() { tshark -r "$f" -Y "$1" -T fields -E occurrence=a -E aggregator=, -e "$2" 2>/dev/null |
+           tr ',' '\n'; }
+    stag=$(sed -n 's/^target stag=//p' "$1/cli.log" | sort -u)
+    reqs=$(tf "iwarp_rdma.opcode == 0x0a" iwarp_rdma.atomic.request_identifier | tr '\n' ' ')
+    resps=$(tf "iwarp_rdma.atomic.original_request_identifier" \
+               iwarp_rdma.atomic.original_request_identifier | tr '\n' ' ')
+    stags=$(tf "iwarp_rdma.opcode == 0x0a" iwarp_rdma.atomic.remote_stag | sort -u)
+    adds=$(tf "iwarp_rdma.opcode == 0x0a && iwarp_rdma.atomic.opcode == 0" iwarp_rdma.atomic.add_data |
+           sort -n | uniq -c | tr -s ' ' | tr '\n' ';')
+    nreqs=$(echo $reqs | wc -w)
+    check "mpa2-rfc7306: atomic fields decoded ($nreqs requests; STag $stags, server's $stag; Add Data$adds)" \
+        sh -c "[ $nreqs = 20 ] && [ '$(echo $reqs)' = '$(echo $resps)' ] && [ -n '$stag' ] &&
+               [ '$stags' = '$stag' ] && [ '$adds' = ' 5 5; 5 257;' ]"
+    [ "$(echo $reqs)" = "$(echo $resps)" ] || echo "# requests: $reqs; responses: $resps"
+}
+
 run_config() { # name
     cfg=$1
     attempt=1
@@ -182,6 +240,7 @@ run_config() { # name
         dir=$tmp/$cfg.$attempt
         if ! capture_config "$cfg" "$dir"; then
             for i in $(seq $checks_per_config); do notok "$cfg: $why"; done
+            [ "$cfg" = mpa2-rfc7306 ] && notok "$cfg: $why"
             return
         fi
         lost=$(lost_segments "$dir/trace.pcapng")
@@ -192,7 +251,7 @@ run_config() { # name
         attempt=$((attempt + 1))
     done
 
-    check "$cfg: siwarp-perf client runs succeeded under capture" test $crc = 0
+    check "$cfg: client runs succeeded under capture" test $crc = 0
     [ $crc = 0 ] || sed 's/^/# /' "$dir/cli.log"
 
     tshark --disable-protocol rpcordma -r "$dir/trace.pcapng" -V \
@@ -205,7 +264,9 @@ run_config() { # name
         sh -c "[ $nreq -ge 5 ] && [ $nrep -ge 5 ] && grep -q 'Revision: $rev' '$D'"
 
     missing=
-    for op in 0x0 0x1 0x2 0x3 0x4 0x5 0x6; do
+    ops="0x0 0x1 0x2 0x3 0x4 0x5 0x6"
+    [ "$cfg" = mpa2-rfc7306 ] && ops="0x1 0x2 0x8 0x9 0xa 0xb"
+    for op in $ops; do
         grep -q "OpCode: .*($op)" "$D" || missing="$missing $op"
     done
     check "$cfg: DDP/RDMAP header of every opcode used decoded${missing:+ (missing:$missing)}" \
@@ -244,6 +305,8 @@ run_config() { # name
     *) check "$cfg: every FPDU fits the MSS (largest ULPDU $big, MSS $mss)" \
            sh -c "[ -n '$big' ] && [ -n '$mss' ] && [ $big -le $((${mss:-0} - 6)) ]" ;;
     esac
+
+    [ "$cfg" = mpa2-rfc7306 ] && check_atomic_fields "$dir"
 
     nwarn=$(grep -c 'Expert Info (Warning' "$D")
     nres=$(grep -c 'Reserved: 0x1[0-9a-f]' "$D")

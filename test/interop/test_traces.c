@@ -91,7 +91,7 @@ static size_t walk(struct walk *w, const uint8_t *in, size_t n)
         }
         if (ulen < sizeof(struct swp_ctrl))
             FAIL("%s: FPDU %u: ULPDU of %u bytes", w->name, w->c.fpdus, ulen);
-        term = swp_ddp_check_ctrl(c);
+        term = swp_ddp_check_ctrl(c, false);
         if (term)
             FAIL("%s: FPDU %u: control bytes %02x %02x refused: %s", w->name, w->c.fpdus,
                  c->ddp, c->rdmap, siwarp_term_str(term));

@@ -17,6 +17,7 @@
 
 #include "harness.h"
 #include "siwarp/siwarp.h"
+#include "swp.h"        /* swp_hw_* */
 
 TEST(default_is_soft)
 {
@@ -115,6 +116,39 @@ TEST(rdma_core_loaded_only_for_a_verbs_device)
     siwarp_ctx_destroy(ctx);
 #ifdef HAVE_VERBS
     ASSERT(mapped("libibverbs") && mapped("librdmacm"));
+#endif
+}
+
+/* RFC 7306 is not offered by iWARP RNICs or siw (atomic_cap 0): the verbs
+ * backend refuses atomics, Immediate Data and the atomic access right
+ * before it touches the device, so a software QP and PD stand in for one. */
+TEST(verbs_backend_refuses_rfc7306)
+{
+#ifdef HAVE_VERBS
+    struct siwarp_ctx *ctx;
+    struct siwarp_pd *pd;
+    struct siwarp_cq *cq;
+    struct siwarp_qp *qp;
+    struct siwarp_mr *mr;
+    static uint64_t word;
+    struct siwarp_sge s = { &word, 8, 0 };
+
+    ASSERT_OK(siwarp_ctx_create_dev("soft", &ctx));
+    ASSERT_OK(siwarp_alloc_pd(ctx, &pd));
+    ASSERT_OK(siwarp_create_cq(ctx, 8, &cq));
+    struct siwarp_qp_init_attr a = { .send_cq = cq, .recv_cq = cq, .max_send_wr = 4,
+                                     .max_recv_wr = 4, .max_sge = 1 };
+    ASSERT_OK(siwarp_create_qp(pd, &a, &qp));
+    for (int op = SIWARP_WR_ATOMIC_FETCH_ADD; op <= SIWARP_WR_IMM_DATA_SE; op++) {
+        struct siwarp_send_wr wr = { .opcode = (enum siwarp_wr_opcode)op, .sg_list = &s,
+                                     .num_sge = op <= SIWARP_WR_ATOMIC_MASKED_CMP_SWP };
+        ASSERT_EQ(swp_hw_post_send(qp, &wr, NULL), -EOPNOTSUPP);
+    }
+    ASSERT_EQ(swp_hw_reg_mr(pd, &word, 8, SIWARP_ACCESS_LOCAL_WRITE | SIWARP_ACCESS_REMOTE_ATOMIC,
+                            &mr), -EOPNOTSUPP);
+    siwarp_ctx_destroy(ctx);
+#else
+    SKIP("built without rdma-core: no verbs backend");
 #endif
 }
 

@@ -576,27 +576,153 @@ TEST(big_fpdu_between_siwarp_peers)
     ASSERT_EQ(r.rep_info.flags & 0x0f, 0);
 }
 
+/* The initiator i's Request, answered as siw answers: every flag bit of
+ * the request echoed into the reply (rep); the reply must not pass for
+ * siwarp.  Returns the frame length. */
+static int siw_echo(const struct siwarp_conn_param *i, uint8_t *rep, struct swp_nego *n)
+{
+    uint8_t req[SWP_MPA_RR_MAX_LEN];
+    struct swp_mpa_rr_info ri;
+    const char *why;
+    int len = swp_mpa_build_request(req, sizeof(req), i);
+
+    ASSERT((req[16] & 0x0f) != 0);
+    memcpy(rep, req, (size_t)len);
+    memcpy(rep, SWP_MPA_KEY_REP, 16);
+    ASSERT_OK(swp_mpa_parse_rr(rep, (size_t)len, true, &ri));
+    ASSERT(!ri.siwarp);
+    ASSERT_OK(swp_mpa_nego_initiator(i, &ri, 1460, n, &why));
+    ASSERT(!n->peer_is_siwarp);
+    return len;
+}
+
 TEST(big_fpdu_siw_echo_is_not_siwarp)
 {
-    uint8_t req[SWP_MPA_RR_MAX_LEN], rep[SWP_MPA_RR_MAX_LEN];
+    uint8_t rep[SWP_MPA_RR_MAX_LEN];
+    struct siwarp_conn_param i = param(2);
+    struct swp_nego n;
+
+    i.big_fpdu = 65535;
+    siw_echo(&i, rep, &n);
+    ASSERT_EQ(n.mulpdu, 1454);
+    ASSERT_EQ(n.max_rx_ulpdu, 65535);
+}
+
+/* ---- RFC 7306 between siwarp peers (mpa.h) ------------------------------------------ */
+
+TEST(rfc7306_offer_accepted_by_siwarp)
+{
+    struct siwarp_conn_param i = param(2), s = param(2);
+    struct pair r;
+
+    i.rfc7306 = 1;
+    exchange(&i, &s, &r);
+    ASSERT_OK(r.rc_resp);
+    ASSERT_OK(r.rc_init);
+    ASSERT_EQ(r.req[16] & 0x0f, SWP_MPA_RFC7306_OFFER);
+    ASSERT(r.resp.rfc7306 && r.init.rfc7306);
+    ASSERT(r.resp.peer_is_siwarp && r.init.peer_is_siwarp);
+    ASSERT_EQ(r.rep_info.flags & 0x0f, SWP_MPA_SIWARP_REPLY);   /* class 0 */
+    ASSERT_EQ(r.init.mulpdu, 1454);          /* no big FPDUs were asked for */
+    ASSERT_EQ(r.resp.mulpdu, 1454);
+
+    /* with big FPDUs on both sides: the offer announces class 7 (65535) */
+    i.big_fpdu = 16384;
+    s.big_fpdu = 32768;
+    exchange(&i, &s, &r);
+    ASSERT(r.resp.rfc7306 && r.init.rfc7306);
+    ASSERT_EQ(r.init.max_rx_ulpdu, 65535);   /* what the offer told the peer */
+    ASSERT_EQ(r.resp.mulpdu, 32768);         /* min(peer 64K, own 32K) */
+    ASSERT_EQ(r.init.mulpdu, 16384);         /* min(peer 32K, own 16K) */
+    ASSERT_EQ(r.resp.max_rx_ulpdu, 32768);
+
+    /* with markers: the offer still goes, big FPDUs do not */
+    i.markers = s.markers = 1;
+    exchange(&i, &s, &r);
+    ASSERT(r.resp.rfc7306 && r.init.rfc7306);
+    ASSERT_EQ(r.init.mulpdu, r.resp.mulpdu);
+    ASSERT(r.init.mulpdu < 1460);
+}
+
+TEST(rfc7306_not_offered_nothing_changes)
+{
+    struct siwarp_conn_param i = param(2), s = param(2);
+    struct pair r;
+
+    s.rfc7306 = 1;                           /* a responder never offers */
+    exchange(&i, &s, &r);
+    ASSERT(!r.resp.rfc7306 && !r.init.rfc7306);
+    ASSERT_EQ(r.req[16] & 0x0f, 0);
+    ASSERT_EQ(r.rep_info.flags & 0x0f, 0);
+    /* big FPDUs alone: as before, siwarp but no RFC 7306 */
+    i.big_fpdu = 65535;
+    exchange(&i, &s, &r);
+    ASSERT(r.init.peer_is_siwarp && !r.init.rfc7306 && !r.resp.rfc7306);
+}
+
+TEST(rfc7306_refused_by_responder)
+{
+    struct siwarp_conn_param i = param(2), s = param(2);
+    struct pair r;
+
+    i.rfc7306 = 1;
+    s.rfc7306 = -1;
+    s.big_fpdu = 65535;
+    exchange(&i, &s, &r);
+    ASSERT_OK(r.rc_init);
+    ASSERT(!r.resp.rfc7306 && !r.init.rfc7306);
+    ASSERT_EQ(r.rep_info.flags & 0x0f, 0);   /* a plain reply */
+    ASSERT(!r.init.peer_is_siwarp && !r.resp.peer_is_siwarp);
+    ASSERT_EQ(r.init.mulpdu, 1454);
+}
+
+/* siw echoes the request's reserved bits: 0x0f back is not an answer */
+TEST(rfc7306_siw_echo_declines)
+{
+    uint8_t rep[SWP_MPA_RR_MAX_LEN];
     struct siwarp_conn_param i = param(2);
     struct swp_mpa_rr_info ri;
     struct swp_nego n;
     const char *why;
     int len;
 
+    i.rfc7306 = 1;
     i.big_fpdu = 65535;
-    len = swp_mpa_build_request(req, sizeof(req), &i);
-    ASSERT((req[16] & 0x0f) != 0);
-    /* siw echoes every flag bit of the request into its reply */
-    memcpy(rep, req, (size_t)len);
-    memcpy(rep, SWP_MPA_KEY_REP, 16);
-    ASSERT_OK(swp_mpa_parse_rr(rep, (size_t)len, true, &ri));
-    ASSERT(!ri.siwarp);
-    ASSERT_OK(swp_mpa_nego_initiator(&i, &ri, 1460, &n, &why));
-    ASSERT(!n.peer_is_siwarp);
+    len = siw_echo(&i, rep, &n);
+    ASSERT_EQ(rep[16] & 0x0f, SWP_MPA_RFC7306_OFFER);
+    ASSERT(!n.rfc7306);
     ASSERT_EQ(n.mulpdu, 1454);
-    ASSERT_EQ(n.max_rx_ulpdu, 65535);
+    /* a hardware reply (reserved bits zero) declines too */
+    rep[16] &= 0xf0;
+    ASSERT_OK(swp_mpa_parse_rr(rep, (size_t)len, true, &ri));
+    ASSERT_OK(swp_mpa_nego_initiator(&i, &ri, 1460, &n, &why));
+    ASSERT(!n.rfc7306);
+}
+
+/* An earlier siwarp parses the offer as "not siwarp" and answers plainly;
+ * and no reply of a siwarp responder is ever 0x0f. */
+TEST(rfc7306_offer_unlike_any_earlier_request)
+{
+    uint8_t req[SWP_MPA_RR_MAX_LEN];
+    struct siwarp_conn_param i = param(2);
+    struct swp_mpa_rr_info ri;
+
+    for (uint32_t big = 0; big <= 65535; big += 1024) {
+        i.big_fpdu = big;
+        i.rfc7306 = 0;
+        swp_mpa_build_request(req, sizeof(req), &i);
+        ASSERT_EQ(req[16] & SWP_MPA_SIWARP_REPLY, 0);       /* bit 0 never set */
+        ASSERT((req[16] & 0x0f) != SWP_MPA_RFC7306_OFFER);
+        for (unsigned cls = 0; cls <= 6; cls++) {
+            struct swp_nego n = { 0 };
+            uint8_t rep[SWP_MPA_RR_MAX_LEN];
+            int len = swp_mpa_build_request(req, sizeof(req), &i);
+            ASSERT_OK(swp_mpa_parse_rr(req, (size_t)len, false, &ri));
+            ri.siwarp = true;
+            len = swp_mpa_build_reply(rep, sizeof(rep), &n, &ri, swp_mpa_big_limit(cls), NULL, 0);
+            ASSERT((rep[16] & 0x0f) != SWP_MPA_RFC7306_OFFER);
+        }
+    }
 }
 
 TEST(big_fpdu_classes)
@@ -1358,6 +1484,40 @@ static void pair_accept(struct qp_pair *pr, const struct siwarp_conn_param *rsp)
 {
     ASSERT_OK(siwarp_accept(pr->req, pr->b, rsp));
     ASSERT_OK(siwarp_connect_wait(pr->a, 2000));
+}
+
+/* Over loopback: the initiator offers, the listener's conn_req says so,
+ * both QPs report it; without the offer neither does. */
+TEST(connect_accept_rfc7306)
+{
+    struct qp_pair pr;
+    struct siwarp_conn_param p, rp;
+    struct siwarp_qp_attr qa, qb;
+
+    siwarp_conn_param_default(&p);
+    p.rfc7306 = 1;
+    pair_ask(&pr, &p);
+    ASSERT_OK(siwarp_conn_req_param(pr.req, &rp, NULL));
+    ASSERT_EQ(rp.rfc7306, 1);
+    siwarp_conn_param_default(&rp);
+    pair_accept(&pr, &rp);
+    ASSERT_OK(siwarp_query_qp(pr.a, &qa));
+    ASSERT_OK(siwarp_query_qp(pr.b, &qb));
+    ASSERT_EQ(qa.state, SIWARP_QPS_RTS);
+    ASSERT(qa.rfc7306 && qb.rfc7306);
+    ASSERT(qa.peer_is_siwarp && qb.peer_is_siwarp);
+    siwarp_listener_destroy(pr.l);
+
+    siwarp_conn_param_default(&p);
+    pair_ask(&pr, &p);
+    ASSERT_OK(siwarp_conn_req_param(pr.req, &rp, NULL));
+    ASSERT_EQ(rp.rfc7306, 0);
+    siwarp_conn_param_default(&rp);
+    pair_accept(&pr, &rp);
+    ASSERT_OK(siwarp_query_qp(pr.a, &qa));
+    ASSERT_OK(siwarp_query_qp(pr.b, &qb));
+    ASSERT(!qa.rfc7306 && !qb.rfc7306);
+    siwarp_listener_destroy(pr.l);
 }
 
 TEST(connect_accept_siwarp_pair)

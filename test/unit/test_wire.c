@@ -1,7 +1,7 @@
 /*
  * test_wire.c - DDP/RDMAP headers against fixed byte vectors laid out by
- * hand from RFC 5041 5.1-5.3 and RFC 5040 4.2-4.8, parsed back; the opcode
- * table; Terminate text.
+ * hand from RFC 5041 5.1-5.3, RFC 5040 4.2-4.8 and RFC 7306, parsed back;
+ * the opcode table; Terminate text; the RFC 7306 atomic arithmetic.
  */
 #include <string.h>
 
@@ -43,7 +43,7 @@ TEST(tagged_header_bytes)
     ASSERT_EQ(swp_ctrl_opcode(&t->ctrl), SWP_OP_WRITE);
     ASSERT_EQ(swp_get32(t->stag), 0x11223344);
     ASSERT_EQ(swp_get64(t->to), 0x0102030405060708ull);
-    ASSERT_EQ(swp_ddp_check_ctrl(&t->ctrl), 0);
+    ASSERT_EQ(swp_ddp_check_ctrl(&t->ctrl, false), 0);
 }
 
 TEST(untagged_header_bytes)
@@ -56,7 +56,7 @@ TEST(untagged_header_bytes)
     ASSERT_EQ(swp_get32(u->inv_stag), 0xaabbccdd);
     ASSERT_EQ(swp_get32(u->msn), 7);
     ASSERT_EQ(swp_get32(u->mo), 0x10000);
-    ASSERT_EQ(swp_ddp_check_ctrl(&u->ctrl), 0);
+    ASSERT_EQ(swp_ddp_check_ctrl(&u->ctrl, false), 0);
 }
 
 TEST(read_request_bytes)
@@ -73,7 +73,108 @@ TEST(read_request_bytes)
     ASSERT_EQ(swp_opinfo[SWP_OP_READ_REQ].hdr_len, 46);
 }
 
-/* RFC 5040 5.1 / 4.3: each opcode's DDP model, queue and header length */
+/* RFC 7306: Atomic Request (CmpSwap) on QN 1, MSN 2; request id 9,
+ * STag 0x11223344, TO 0x1000, swap 0x0102030405060708 under mask ~0,
+ * compare 5 under mask 0xff */
+static const uint8_t atomic_req_hdr[70] = {
+    0x41, 0x4a, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x02,  0x00, 0x00, 0x00, 0x09,  0x11, 0x22, 0x33, 0x44,
+    0, 0, 0, 0, 0x00, 0x00, 0x10, 0x00,
+    0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08,
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    0, 0, 0, 0, 0, 0, 0, 5,
+    0, 0, 0, 0, 0, 0, 0, 0xff,
+};
+
+/* RFC 7306: Atomic Response on QN 3, MSN 1: request id 9, original value
+ * 0xfedcba9876543210 */
+static const uint8_t atomic_resp_hdr[30] = {
+    0x41, 0x4b, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x09,  0xfe, 0xdc, 0xba, 0x98, 0x76, 0x54, 0x32, 0x10,
+};
+
+TEST(atomic_request_response_bytes)
+{
+    uint8_t h[SWP_HDR_MAX];
+    swp_ddp_build_untagged(h, SWP_OP_ATOMIC_REQ, true, SWP_QN_READ_REQ, 2, 0, 0);
+    struct swp_rdmap_atomic_req *a = (void *)(h + SWP_HDR_UNTAGGED);
+    swp_put32(a->opcode, SWP_ATOMIC_CMP_SWAP);
+    swp_put32(a->req_id, 9);
+    swp_put32(a->stag, 0x11223344);
+    swp_put64(a->to, 0x1000);
+    swp_put64(a->data, 0x0102030405060708ull);
+    swp_put64(a->data_mask, UINT64_MAX);
+    swp_put64(a->cmp, 5);
+    swp_put64(a->cmp_mask, 0xff);
+    ASSERT_MEM_EQ(h, atomic_req_hdr, sizeof(atomic_req_hdr));
+    /* the 28 reserved bits above the operation code are not part of it */
+    const struct swp_rdmap_atomic_req *r = (const void *)(atomic_req_hdr + SWP_HDR_UNTAGGED);
+    ASSERT_EQ(swp_atomic_req_op(r), SWP_ATOMIC_CMP_SWAP);
+    uint8_t v[sizeof(atomic_req_hdr)];
+    memcpy(v, atomic_req_hdr, sizeof(v));
+    v[SWP_HDR_UNTAGGED] = 0xf0;
+    ASSERT_EQ(swp_atomic_req_op((const void *)(v + SWP_HDR_UNTAGGED)), SWP_ATOMIC_CMP_SWAP);
+    /* RFC 7306's opcodes only on a stream that negotiated it */
+    ASSERT_EQ(swp_ddp_check_ctrl((const struct swp_ctrl *)atomic_req_hdr, true), 0);
+    ASSERT_EQ(swp_ddp_check_ctrl((const struct swp_ctrl *)atomic_req_hdr, false),
+              SWP_TERM(SWP_TERM_LAYER_RDMAP, SWP_RDMAP_ET_REMOTE_OP, SWP_RDMAP_EC_UNEXP_OPCODE));
+
+    swp_ddp_build_untagged(h, SWP_OP_ATOMIC_RESP, true, SWP_QN_ATOMIC_RESP, 1, 0, 0);
+    struct swp_rdmap_atomic_resp *p = (void *)(h + SWP_HDR_UNTAGGED);
+    swp_put32(p->req_id, 9);
+    swp_put64(p->orig, 0xfedcba9876543210ull);
+    ASSERT_MEM_EQ(h, atomic_resp_hdr, sizeof(atomic_resp_hdr));
+}
+
+/* RFC 7306: Immediate Data with SE (9) on QN 0, MSN 4, 8 octets */
+TEST(immediate_data_bytes)
+{
+    static const uint8_t want[26] = {
+        0x41, 0x49, 0, 0, 0, 0,  0, 0, 0, 0,  0, 0, 0, 4,  0, 0, 0, 0,
+        0xde, 0xad, 0xbe, 0xef, 0x00, 0x11, 0x22, 0x33,
+    };
+    uint8_t h[SWP_HDR_MAX];
+    swp_ddp_build_untagged(h, SWP_OP_IMM_SE, true, SWP_QN_SEND, 4, 0, 0);
+    swp_put64(h + SWP_HDR_UNTAGGED, 0xdeadbeef00112233ull);
+    ASSERT_MEM_EQ(h, want, sizeof(want));
+}
+
+/* RFC 7306 FetchAdd and CmpSwap, masked and not, on edge values */
+TEST(atomic_arithmetic)
+{
+    uint64_t t = UINT64_MAX;
+    ASSERT_EQ(swp_atomic_exec(&t, SWP_ATOMIC_FETCH_ADD, 1, 0, 0, 0), (long long)UINT64_MAX);
+    ASSERT_EQ(t, 0);                                   /* wraps at 2^64 */
+    t = 0x00ff00ff00ff00ffull;
+    /* fields of 8 bits (top bit of each set in the mask): no carry crosses */
+    ASSERT_EQ(swp_atomic_exec(&t, SWP_ATOMIC_FETCH_ADD, 0x0101010101010101ull,
+                              0x8080808080808080ull, 0, 0), (long long)0x00ff00ff00ff00ffull);
+    ASSERT_EQ(t, 0x0100010001000100ull);
+    /* two 32-bit halves: the low half wraps alone */
+    t = 0x00000001ffffffffull;
+    swp_atomic_exec(&t, SWP_ATOMIC_FETCH_ADD, 0x0000000100000002ull, 0x8000000080000000ull, 0, 0);
+    ASSERT_EQ(t, 0x0000000200000001ull);
+    /* CmpSwap: equal swaps, different does not, old value returned */
+    t = 7;
+    ASSERT_EQ(swp_atomic_exec(&t, SWP_ATOMIC_CMP_SWAP, 9, UINT64_MAX, 7, UINT64_MAX), 7);
+    ASSERT_EQ(t, 9);
+    ASSERT_EQ(swp_atomic_exec(&t, SWP_ATOMIC_CMP_SWAP, 1, UINT64_MAX, 7, UINT64_MAX), 9);
+    ASSERT_EQ(t, 9);
+    /* masked: compare only the low byte, swap only the high byte */
+    t = 0x1100000000000042ull;
+    ASSERT_EQ(swp_atomic_exec(&t, SWP_ATOMIC_CMP_SWAP, 0xaa00000000000000ull,
+                              0xff00000000000000ull, 0x7700000000000042ull, 0xff),
+              (long long)0x1100000000000042ull);
+    ASSERT_EQ(t, 0xaa00000000000042ull);
+    ASSERT_EQ(swp_atomic_exec(&t, SWP_ATOMIC_CMP_SWAP, 0, UINT64_MAX, 0x43, 0xff),
+              (long long)0xaa00000000000042ull);
+    ASSERT_EQ(t, 0xaa00000000000042ull);              /* low byte differs: kept */
+}
+
+/* RFC 5040 5.1 / 4.3 and RFC 7306: each opcode's DDP model, queue and
+ * header length */
 TEST(opcode_table)
 {
     static const struct { unsigned op; bool tagged; uint8_t qn; uint32_t len; } t[] = {
@@ -81,7 +182,10 @@ TEST(opcode_table)
         { SWP_OP_READ_RESP, true, 0, 14 },  { SWP_OP_SEND, false, 0, 18 },
         { SWP_OP_SEND_INV, false, 0, 18 },  { SWP_OP_SEND_SE, false, 0, 18 },
         { SWP_OP_SEND_SE_INV, false, 0, 18 }, { SWP_OP_TERMINATE, false, 2, 22 },
+        { SWP_OP_IMM, false, 0, 26 },       { SWP_OP_IMM_SE, false, 0, 26 },
+        { SWP_OP_ATOMIC_REQ, false, 1, 70 }, { SWP_OP_ATOMIC_RESP, false, 3, 30 },
     };
+    ASSERT_EQ(SWP_OP_MAX, 12);
     for (unsigned i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
         ASSERT_EQ(swp_opinfo[t[i].op].tagged, t[i].tagged);
         ASSERT_EQ(swp_opinfo[t[i].op].hdr_len, t[i].len);
