@@ -210,6 +210,7 @@ static void swp_qp_close_fd(struct siwarp_qp *qp)
     }
     swp_timer_cancel(&qp->close_timer);
     swp_timer_cancel(&qp->rtr_timer);
+    swp_timer_cancel(&qp->verify_timer);
 }
 
 int siwarp_destroy_qp(struct siwarp_qp *qp)
@@ -241,8 +242,55 @@ int siwarp_destroy_qp(struct siwarp_qp *qp)
         free(qp->sq[i & qp->sqr.mask].inline_buf);
     free(qp->tx.tail);
     free(qp->amo);
+    free(qp->verify_buf);
     free(qp);               /* the rings live in the same block (swp_qp_alloc) */
     return 0;
+}
+
+int siwarp_qp_verify_first_send(struct siwarp_qp *qp, siwarp_verify_fn fn, void *arg,
+                                uint32_t max_len, int timeout_ms)
+{
+    uint8_t *buf;
+    int rc = 0;
+
+    if (!qp || !fn || max_len == 0 || max_len > SIWARP_VERIFY_MAX_LEN || timeout_ms < 0)
+        return -EINVAL;
+    if (qp->ctx->hw)
+        return -EOPNOTSUPP;
+    buf = malloc(max_len);
+    if (!buf)
+        return -ENOMEM;
+    swp_lock(qp->ctx);
+    if (qp->state != SIWARP_QPS_IDLE || qp->verify_buf) {
+        rc = -EINVAL;
+    } else {
+        qp->verify_fn = fn;
+        qp->verify_arg = arg;
+        qp->verify_buf = buf;
+        qp->verify_max = max_len;
+        qp->verify_timeout_ms = timeout_ms ? timeout_ms : 10000;
+        qp->verify_pending = true;
+    }
+    swp_unlock(qp->ctx);
+    if (rc < 0)
+        free(buf);
+    return rc;
+}
+
+static void swp_qp_verify_expired(struct swp_timer *t)
+{
+    struct siwarp_qp *qp = swp_container_of(t, struct siwarp_qp, verify_timer);
+
+    if (qp->verify_pending)
+        swp_qp_fatal(qp, 0, NULL, 0, -ETIMEDOUT,
+                     "the peer's first Send did not come within %d ms", qp->verify_timeout_ms);
+}
+
+void swp_qp_verify_arm(struct siwarp_qp *qp)
+{
+    if (qp->verify_pending)
+        swp_timer_arm(qp->ctx, &qp->verify_timer, (uint64_t)qp->verify_timeout_ms,
+                      swp_qp_verify_expired);
 }
 
 static void swp_wc_fill(struct siwarp_wc *wc, struct siwarp_qp *qp, uint64_t wr_id,
@@ -503,6 +551,7 @@ int swp_qp_established(struct siwarp_qp *qp)
     if (qp->nego.mulpdu == 0)
         qp->nego.mulpdu = 1024;
     swp_poll_mod(qp->ctx, &qp->pl, EPOLLIN);
+    swp_qp_verify_arm(qp);
     swp_tx_rtr_start(qp);
     /* work posted while connecting goes out now */
     swp_tx_progress(qp);

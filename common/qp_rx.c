@@ -255,7 +255,15 @@ static int rx_hdr_step(struct siwarp_qp *qp)
         rx->op != SWP_OP_TERMINATE)
         return rx_fatal(qp, SWP_TERM(SWP_TERM_LAYER_LLP, 0, SWP_LLP_EC_NO_MATCHING_RTR),
                         "an FPDU before the peer-to-peer RTR");
-    term = swp_rx_ops[rx->op].hdr(qp);
+    /* siwarp_qp_verify_first_send: nothing but the RTR, a Terminate and
+     * the one Send to verify before that Send passed */
+    if (qp->verify_pending && rx->op != SWP_OP_TERMINATE && !swp_rx_is_rtr(qp, qp->nego.rtr)) {
+        term = swp_rx_verify_hdr(qp);
+        if (term)
+            return rx_fatal(qp, term, "a segment before the first Send was verified");
+    } else {
+        term = swp_rx_ops[rx->op].hdr(qp);
+    }
     if (term == SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_UNTAGGED, SWP_DDP_EC_U_NO_BUF))
         return rx_fatal(qp, term, qp->srq ? "a Send with no buffer left in the shared receive queue"
                                           : "a Send with no receive buffer posted");

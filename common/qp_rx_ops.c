@@ -249,6 +249,46 @@ void swp_rx_deliver(struct siwarp_qp *qp, const struct siwarp_wc *wc, const uint
     qp->ctx->in_recv_handler--;
 }
 
+/* ---- the first Send, verified before anything else is taken ------------------ */
+
+/* Only a whole plain Send (no Invalidate: that would act on our STags) of
+ * at most verify_max octets, into the QP's own buffer; everything else is
+ * refused before a byte is placed. */
+uint32_t swp_rx_verify_hdr(struct siwarp_qp *qp)
+{
+    struct swp_rx *rx = &qp->rx;
+    uint32_t term;
+
+    if (rx->op != SWP_OP_SEND && rx->op != SWP_OP_SEND_SE)
+        return SWP_TERM(SWP_TERM_LAYER_RDMAP, SWP_RDMAP_ET_REMOTE_PROT, SWP_RDMAP_EC_ACCESS);
+    term = swp_rx_check_untagged(qp, SWP_QN_SEND);
+    if (term)
+        return term;
+    if (swp_get32(rx_uhdr(rx)->mo) != 0 || !rx->last || rx->seg_len > qp->verify_max)
+        return SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_UNTAGGED, SWP_DDP_EC_U_TOO_LONG);
+    swp_rx_place_one(rx, qp->verify_buf, rx->seg_len);
+    rx->cur_verify = true;
+    return 0;
+}
+
+/* The Send to verify is in, its CRC checked: the application's verdict. */
+static void rx_done_verify(struct siwarp_qp *qp)
+{
+    struct swp_rx *rx = &qp->rx;
+
+    rx->cur_verify = false;
+    qp->rx.msn[SWP_QN_SEND]++;
+    swp_timer_cancel(&qp->verify_timer);
+    if (qp->verify_fn(qp->verify_arg, qp, qp->verify_buf, rx->seg_len) != 0) {
+        swp_qp_fatal(qp, SWP_TERM(SWP_TERM_LAYER_RDMAP, SWP_RDMAP_ET_REMOTE_PROT,
+                                  SWP_RDMAP_EC_ACCESS),
+                     rx->hdr, SWP_MPA_HDR_LEN + SWP_HDR_UNTAGGED, -EACCES,
+                     "the peer's first Send failed verification");
+        return;
+    }
+    qp->verify_pending = false;
+}
+
 SWP_HOT
 static void rx_done_send(struct siwarp_qp *qp)
 {
@@ -257,6 +297,11 @@ static void rx_done_send(struct siwarp_qp *qp)
     struct siwarp_wc wc;
     unsigned op = rx->op;
     bool inl = rx->cur_inline;
+
+    if (rx->cur_verify) {
+        rx_done_verify(qp);
+        return;
+    }
 
     if (!rx->cur_is_recv && !inl) {  /* the zero-length Send RTR */
         qp->rx.msn[SWP_QN_SEND]++;

@@ -376,6 +376,7 @@ struct swp_rx {
     const uint8_t *inl;
     uint32_t inl_avail;
     bool cur_inline;
+    bool cur_verify;                 /* the Send being read is the one to verify */
 };
 
 /* ---- shared receive queue (srq.c) ------------------------------------------- */
@@ -497,6 +498,16 @@ struct siwarp_qp {
     uint32_t tx_held;
     uint64_t tx_epoch;
     struct swp_list tx_held_link;
+    /* siwarp_qp_verify_first_send: the peer's first Send is read into
+     * verify_buf and checked by verify_fn before anything else of the
+     * peer is taken (qp_rx_ops.c swp_rx_verify_hdr) */
+    siwarp_verify_fn verify_fn;
+    void *verify_arg;
+    uint8_t *verify_buf;             /* verify_max octets */
+    uint32_t verify_max;
+    int verify_timeout_ms;
+    bool verify_pending;             /* armed, not passed yet */
+    struct swp_timer verify_timer;   /* from RTS: the first Send's deadline */
 };
 
 /* qp.c: state table and the one setter */
@@ -593,6 +604,12 @@ void swp_rx_done_atomic_resp(struct siwarp_qp *qp);
  * of cmp_mask equal cmp's, those of data_mask are taken from data. */
 uint64_t swp_atomic_exec(uint64_t *t, unsigned op, uint64_t data, uint64_t data_mask,
                          uint64_t cmp, uint64_t cmp_mask);
+/* The header check of a segment that comes while the peer's first Send is
+ * still to be verified (siwarp_qp_verify_first_send): 0, or a Terminate
+ * code.  And the verification itself once that Send is in. */
+uint32_t swp_rx_verify_hdr(struct siwarp_qp *qp);
+/* qp.c: RTS reached with a verification pending: arm its deadline */
+void swp_qp_verify_arm(struct siwarp_qp *qp);
 
 /* Is the segment being received the peer-to-peer RTR of this type (RFC
  * 6581 6: a zero-length message of the negotiated kind, while one is due)? */

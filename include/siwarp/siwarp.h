@@ -403,6 +403,31 @@ int  siwarp_qp_fd(const struct siwarp_qp *qp);   /* the TCP socket, or -1 */
 void *siwarp_qp_get_context(const struct siwarp_qp *qp);
 void  siwarp_qp_set_context(struct siwarp_qp *qp, void *user);
 
+/* Check the peer's first message before the QP takes anything else of it
+ * (an authentication token, say).  Set on an IDLE QP before siwarp_accept
+ * or siwarp_connect.  Once connected, the peer's first Send (after a P2P
+ * RTR) must be one whole message of at most max_len octets (at most 4096):
+ * the library reads it into a buffer of its own -- no receive WQE is
+ * used, nothing is placed in application memory, no completion is queued
+ * -- and, its CRC checked, calls fn(arg, qp, data, len).  fn returning 0
+ * lets the QP carry on (the message is consumed); nonzero fails the QP
+ * (Terminate: RDMAP remote protection error, state ERROR, error -EACCES).
+ * Until fn accepted, any other segment (a Write, a Read Request or
+ * Response, a Send with Invalidate, a longer or segmented Send) fails the
+ * QP the same way before a byte of it is placed, and so does silence:
+ * without a first Send within timeout_ms of RTS (0: 10000) the QP fails
+ * with -ETIMEDOUT.  The library does not hold back the application's own
+ * sends: an application that must not talk to an unverified peer posts
+ * nothing before fn accepted.  fn runs inside progress (with the context
+ * lock held unless the context is single-thread) and must not call
+ * libsiwarp for this context.  0; -EINVAL (no fn, max_len 0 or too big,
+ * QP not IDLE); -ENOMEM; -EOPNOTSUPP on a verbs device. */
+typedef int (*siwarp_verify_fn)(void *arg, struct siwarp_qp *qp, const void *data,
+                                uint32_t len);
+#define SIWARP_VERIFY_MAX_LEN 4096
+int  siwarp_qp_verify_first_send(struct siwarp_qp *qp, siwarp_verify_fn fn, void *arg,
+                                 uint32_t max_len, int timeout_ms);
+
 /* Work is queued when it cannot go out at once (socket full, Reads beyond
  * the negotiated ORD, a fence, a P2P RTR pending); -ENOMEM only when the
  * send queue (max_send_wr) is full.  Posting before the QP is connected is
