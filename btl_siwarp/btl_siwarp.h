@@ -131,6 +131,8 @@ enum {
     MCA_BTL_SIWARP_TCP_GET_REQ   = 5,  /* stag: source handle; arg: token;
                                           body: be64 addr, be64 len */
     MCA_BTL_SIWARP_TCP_GET_RESP  = 6,  /* arg: token; body: data */
+    MCA_BTL_SIWARP_TCP_AUTH      = 7,  /* body: auth; initiator -> acceptor, right
+                                          after HELLO_ACK, before any other frame */
     MCA_BTL_SIWARP_TCP_OP_MAX
 };
 
@@ -146,14 +148,21 @@ typedef struct mca_btl_siwarp_tcp_hdr_t {
 } mca_btl_siwarp_tcp_hdr_t;
 _Static_assert(sizeof(mca_btl_siwarp_tcp_hdr_t) == 24, "TCP frame header is 24 bytes");
 
-/* MPA private data in Request / Reply / Reject, and body of HELLO(_ACK). */
+/* MPA private data in Request / Reply / Reject, and body of HELLO(_ACK).
+ * Every field up to mac is covered by mac, an HMAC-SHA256 under the pair's
+ * key (btl_siwarp_auth.c has the handshake message by message). */
 #define MCA_BTL_SIWARP_CONN_MAGIC   0x53574254u    /* "SWBT" */
-#define MCA_BTL_SIWARP_CONN_VERSION 3   /* 2: 24-byte TCP frame header with stag;
-                                           3: one control credit, rq_depth per peer */
+#define MCA_BTL_SIWARP_CONN_VERSION 4   /* 2: 24-byte TCP frame header with stag;
+                                           3: one control credit, rq_depth per peer;
+                                           4: authenticated: peer name, attempt,
+                                              nonce, mac; the AUTH first message */
+#define MCA_BTL_SIWARP_NONCE_LEN    16
+#define MCA_BTL_SIWARP_MAC_LEN      32  /* HMAC-SHA256 */
 enum {
     MCA_BTL_SIWARP_CONN_OK       = 0,
     MCA_BTL_SIWARP_CONN_DUP      = 1,  /* simultaneous connect: use the other one */
-    MCA_BTL_SIWARP_CONN_UNKNOWN  = 2,  /* acceptor has no such peer */
+    MCA_BTL_SIWARP_CONN_UNKNOWN  = 2,  /* acceptor has no such peer, or the request
+                                          proved nothing: carries no mac */
 };
 typedef struct mca_btl_siwarp_conn_pd_t {
     uint32_t magic;
@@ -162,8 +171,25 @@ typedef struct mca_btl_siwarp_conn_pd_t {
     uint16_t rq_depth;        /* AM receive credits the sender grants this peer */
     uint32_t jobid;           /* opal_process_name_t of the sender */
     uint32_t vpid;
+    uint32_t peer_jobid;      /* ... and of the process it is meant for */
+    uint32_t peer_vpid;
+    uint64_t attempt;         /* request: the initiator's connection attempt to
+                                 this peer, rising from 1; reply: echoed */
+    uint8_t  nonce[MCA_BTL_SIWARP_NONCE_LEN];   /* fresh: the sender's */
+    uint8_t  mac[MCA_BTL_SIWARP_MAC_LEN];
 } mca_btl_siwarp_conn_pd_t;
-_Static_assert(sizeof(mca_btl_siwarp_conn_pd_t) == 16, "conn private data is 16 bytes");
+_Static_assert(sizeof(mca_btl_siwarp_conn_pd_t) == 80, "conn private data is 80 bytes");
+
+/* The initiator's first message on a connection (an RDMAP Send, or an
+ * AUTH frame on the fallback): its proof of the pair's key over both
+ * nonces.  The acceptor takes nothing else before it checked it. */
+#define MCA_BTL_SIWARP_AUTH_MAGIC   0x53574155u    /* "SWAU" */
+typedef struct mca_btl_siwarp_auth_t {
+    uint32_t magic;
+    uint32_t reserved;        /* zero */
+    uint8_t  mac[MCA_BTL_SIWARP_MAC_LEN];
+} mca_btl_siwarp_auth_t;
+_Static_assert(sizeof(mca_btl_siwarp_auth_t) == 40, "auth message is 40 bytes");
 
 /* Modex: one record per published interface address. */
 #define MCA_BTL_SIWARP_ADDR_F_IWARP 0x01    /* iwarp_port is a siwarp listener */
@@ -264,6 +290,7 @@ typedef struct mca_btl_siwarp_tcp_pending_t {
     int fd;
     size_t got;
     uint64_t deadline_ms;
+    struct sockaddr_storage from;       /* for the warning of a failed check */
     uint8_t buf[MCA_BTL_SIWARP_TCP_HELLO_LEN];
 } mca_btl_siwarp_tcp_pending_t;
 
@@ -348,6 +375,11 @@ int  mca_btl_siwarp_get(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint
 int  mca_btl_siwarp_rcache_init(mca_btl_siwarp_module_t *m);
 /* MPI_T performance variables of the registrations (at component registration). */
 int  mca_btl_siwarp_reg_pvars_register(void);
+
+/* btl_siwarp_auth.c: this process's secret, drawn and published through
+ * the modex at component init, wiped at close */
+int  mca_btl_siwarp_auth_init(void);
+void mca_btl_siwarp_auth_fini(void);
 
 /* btl_siwarp_srq.c: the shared pool of eager receive buffers */
 int  mca_btl_siwarp_srq_init(mca_btl_siwarp_module_t *m);

@@ -88,6 +88,7 @@ static int siwarp_component_open(void)
 
 static int siwarp_component_close(void)
 {
+    mca_btl_siwarp_auth_fini();
     return OPAL_SUCCESS;
 }
 
@@ -425,6 +426,9 @@ static mca_btl_base_module_t **siwarp_component_init(int *num_btls, bool progres
                     (size_t) m->num_listen * sizeof(m->modex[0]));
     if (OPAL_SUCCESS == rc) {
         rc = mca_btl_siwarp_stack_publish();
+    }
+    if (OPAL_SUCCESS == rc) {
+        rc = mca_btl_siwarp_auth_init();     /* the secret: through the modex only */
     }
     if (OPAL_SUCCESS != rc) {
         m->super.btl_finalize(&m->super);

@@ -491,8 +491,10 @@ int mca_btl_siwarp_ep_handle_wc(mca_btl_siwarp_module_t *m, struct siwarp_wc *wc
     mca_btl_siwarp_frag_t *frag = (mca_btl_siwarp_frag_t *) (uintptr_t) wc->wr_id;
     mca_btl_siwarp_endpoint_t *ep;
 
-    if (0 == wc->wr_id) {
-        return 0;           /* a put's unsignaled Write, flushed: its Read reports */
+    if (NULL == frag && SIWARP_WC_SRQ_LAST != wc->opcode) {
+        /* unsignaled, flushed: a put's Write (its Read reports), or the
+         * first message (the proof).  SRQ_LAST has wr_id 0 too. */
+        return 0;
     }
     if (SIWARP_WC_SRQ_LAST == wc->opcode) {
         /* a QP on the SRQ left full operation (no frag): a peer that only

@@ -56,10 +56,15 @@ static void ep_construct(mca_btl_siwarp_endpoint_t *ep)
     ep->rx_head = ep->rx_tail = 0;
     ep->rx_in_frame = ep->rx_direct = 0;
     ep->rx_get = NULL;
+    ep->tcp_auth_wait = 0;
+    memset(ep->auth_key, 0, sizeof(ep->auth_key));
+    ep->auth_out_attempt = ep->auth_in_attempt = 0;
+    ep->auth_ok = ep->auth_peer_gates = 0;
 }
 
 static void ep_destruct(mca_btl_siwarp_endpoint_t *ep)
 {
+    memset(ep->auth_key, 0, sizeof(ep->auth_key));
     OBJ_DESTRUCT(&ep->active_item);
     OBJ_DESTRUCT(&ep->pending);
     OBJ_DESTRUCT(&ep->tx_queue);
@@ -149,6 +154,12 @@ mca_btl_siwarp_endpoint_t *mca_btl_siwarp_ep_create(mca_btl_siwarp_module_t *m,
     ep->addrs = data;
     ep->num_addrs = (int) (size / sizeof(*data));
     ep->local = mca_btl_siwarp_stack_shared(proc);
+    /* the pair's key, from what the peer published: a process of another
+     * job connected by the runtime (spawn, accept/connect) is readable now */
+    if (OPAL_SUCCESS != mca_btl_siwarp_auth_ep_init(ep)) {
+        OBJ_RELEASE(ep);
+        return NULL;
+    }
     opal_list_append(&m->endpoints, &ep->super);
     return ep;
 }
@@ -287,6 +298,9 @@ static int start_iwarp(mca_btl_siwarp_endpoint_t *ep)
         }
         mca_btl_siwarp_modex_to_sockaddr(a, a->iwarp_port, &ss, &len);
         mca_btl_siwarp_ep_conn_param(ep, &p, &pd, MCA_BTL_SIWARP_CONN_OK);
+        mca_btl_siwarp_auth_sign_request(ep, &pd);
+        /* a software peer holds our first Send for its check: the proof */
+        ep->auth_peer_gates = !!(a->flags & MCA_BTL_SIWARP_ADDR_F_SOFT);
         if (mca_btl_siwarp_component.big_fpdu < 0 && !(a->flags & MCA_BTL_SIWARP_ADDR_F_SOFT)) {
             p.big_fpdu = 0;     /* an RNIC: nothing in the reserved MPA bits */
         }
@@ -384,13 +398,14 @@ int mca_btl_siwarp_ep_start_connect(mca_btl_siwarp_endpoint_t *ep)
 /* Outgoing QP left CONNECTING: decide between retry, fallback and failure. */
 static void iwarp_connect_failed(mca_btl_siwarp_endpoint_t *ep, struct siwarp_qp_attr *attr)
 {
-    mca_btl_siwarp_conn_pd_t pd;
+    mca_btl_siwarp_conn_pd_t pd, wire;
     char why[192];
     int err = attr->error;
 
     if (OPAL_SUCCESS == mca_btl_siwarp_parse_conn_pd(attr->peer_private_data,
-                                                     attr->peer_private_data_len, &pd) &&
-        MCA_BTL_SIWARP_CONN_DUP == pd.reason) {
+                                                     attr->peer_private_data_len, &pd, &wire) &&
+        MCA_BTL_SIWARP_CONN_DUP == pd.reason &&
+        OPAL_SUCCESS == mca_btl_siwarp_auth_check_reply(ep, &wire)) {
         /* simultaneous connect lost: the peer's connection to us is the one */
         BTL_VERBOSE(("%s keeps its own connection; waiting for it",
                      OPAL_NAME_PRINT(ep->name)));
@@ -453,7 +468,7 @@ static void test_accept_stall(void)
 int mca_btl_siwarp_ep_progress_connect(mca_btl_siwarp_endpoint_t *ep)
 {
     struct siwarp_qp_attr attr;
-    mca_btl_siwarp_conn_pd_t pd;
+    mca_btl_siwarp_conn_pd_t pd, wire;
     int rc;
 
     if (MCA_BTL_SIWARP_EP_CONNECTING != ep->state) {
@@ -506,12 +521,26 @@ int mca_btl_siwarp_ep_progress_connect(mca_btl_siwarp_endpoint_t *ep)
             }
         }
         if (OPAL_SUCCESS != mca_btl_siwarp_parse_conn_pd(attr.peer_private_data,
-                                                         attr.peer_private_data_len, &pd)) {
+                                                         attr.peer_private_data_len, &pd, &wire)) {
             if (0 == ep->peer_rq) {
                 mca_btl_siwarp_ep_fail(ep, "peer sent no siwarp BTL private data", 1);
                 return 1;
             }
             pd.rq_depth = (uint16_t) ep->peer_rq;
+        }
+        if (ep->qp_accepted && !ep->auth_ok) {
+            return 0;       /* until the peer's first Send proved the key */
+        }
+        if (!ep->qp_accepted) {
+            if (OPAL_SUCCESS != mca_btl_siwarp_auth_check_reply(ep, &wire)) {
+                mca_btl_siwarp_ep_fail(ep, "the peer's MPA Reply did not prove the job's key", 1);
+                return 1;
+            }
+            rc = ep->auth_peer_gates ? mca_btl_siwarp_ep_send_auth(ep) : 0;
+            if (rc < 0) {
+                mca_btl_siwarp_ep_fail(ep, "could not send the first message (the proof)", 1);
+                return 1;
+            }
         }
         BTL_VERBOSE(("%s connected: MPA rev %d crc %d markers %d rtr %d mulpdu %u",
                      OPAL_NAME_PRINT(ep->name), attr.mpa_rev, attr.crc, attr.markers,

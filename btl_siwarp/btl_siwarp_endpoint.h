@@ -107,7 +107,9 @@ struct mca_btl_base_endpoint_t {
     int rx_in_frame;                    /* rx_hdr parsed, its body not all in */
     int rx_direct;                      /* the body goes to rx_dst (PUT, GET_RESP) */
     uint8_t *rx_buf;                    /* DATA bodies staged unaligned */
-    uint64_t rx_small[2];               /* GET_REQ / HELLO bodies */
+    uint64_t rx_small[2];               /* GET_REQ bodies */
+    uint64_t rx_hs[sizeof(mca_btl_siwarp_conn_pd_t) / 8]; /* HELLO_ACK / AUTH bodies */
+    int tcp_auth_wait;                  /* accepted: the AUTH frame is due first */
     mca_btl_siwarp_frag_t *rx_get;      /* GET_RESP target */
     opal_list_t gets_inflight;          /* our GET_REQs awaiting data */
 
@@ -116,6 +118,20 @@ struct mca_btl_base_endpoint_t {
     uint64_t atomic_id;                 /* the next request's id */
 
     opal_list_t pending;                /* frags waiting for connection, credits, SQ */
+
+    /* authentication (btl_siwarp_auth.c): the initiator role's attempt
+     * (out_*) and the acceptor role's (in_*) may overlap in a
+     * simultaneous connect, so each keeps its own */
+    uint8_t auth_key[32];               /* the pair's key */
+    uint64_t auth_out_attempt;          /* our last attempt to this peer */
+    uint8_t auth_out_nonce[MCA_BTL_SIWARP_NONCE_LEN];
+    uint8_t auth_fin[MCA_BTL_SIWARP_MAC_LEN]; /* initiator: the proof to send;
+                                           acceptor: the proof expected */
+    uint64_t auth_in_attempt;           /* the peer's last attempt that proved the key */
+    int auth_ok;                        /* acceptor: the first message proved it */
+    int auth_peer_gates;                /* initiator: the peer's software stack holds
+                                           our first Send for its check: send it */
+    struct sockaddr_storage auth_from;  /* acceptor: where the attempt came from */
 };
 typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
 typedef mca_btl_base_endpoint_t mca_btl_siwarp_endpoint_t;
@@ -197,11 +213,41 @@ void mca_btl_siwarp_graveyard_clear(mca_btl_siwarp_module_t *m);
 void mca_btl_siwarp_fill_conn_pd(mca_btl_siwarp_conn_pd_t *pd, int reason);
 struct siwarp_conn_param;
 void mca_btl_siwarp_conn_param(struct siwarp_conn_param *p);
-int  mca_btl_siwarp_parse_conn_pd(const void *data, size_t len, mca_btl_siwarp_conn_pd_t *out);
+/* out: host order; wire (NULL: not wanted): the bytes as they came, which
+ * the proofs cover */
+int  mca_btl_siwarp_parse_conn_pd(const void *data, size_t len, mca_btl_siwarp_conn_pd_t *out,
+                                 mca_btl_siwarp_conn_pd_t *wire);
+
+/* btl_siwarp_auth.c: the handshake's proofs (see there), all over the
+ * wire form of the private data */
+int  mca_btl_siwarp_auth_ep_init(mca_btl_siwarp_endpoint_t *ep);
+/* initiator: a new attempt, pd (wire form, filled) gets name, attempt,
+ * nonce and mac */
+void mca_btl_siwarp_auth_sign_request(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_conn_pd_t *pd);
+/* acceptor: OPAL_SUCCESS if the request proves the key and is new */
+int  mca_btl_siwarp_auth_check_request(mca_btl_siwarp_endpoint_t *ep,
+                                       const mca_btl_siwarp_conn_pd_t *pd);
+/* acceptor: sign its answer to the request pd_in; with OK, the proof
+ * the initiator's first message must carry is set in ep->auth_fin */
+void mca_btl_siwarp_auth_sign_reply(mca_btl_siwarp_endpoint_t *ep, const mca_btl_siwarp_conn_pd_t *pd_in,
+                                    mca_btl_siwarp_conn_pd_t *pd);
+/* initiator: OPAL_SUCCESS if the answer proves the key over our nonce;
+ * with OK, the proof to send is set in ep->auth_fin */
+int  mca_btl_siwarp_auth_check_reply(mca_btl_siwarp_endpoint_t *ep,
+                                     const mca_btl_siwarp_conn_pd_t *pd);
+void mca_btl_siwarp_auth_fin_msg(const mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_auth_t *a);
+int  mca_btl_siwarp_auth_check_fin(mca_btl_siwarp_endpoint_t *ep, const void *data, size_t len);
+/* A warning, at most a few a minute, that a connection from `from` was
+ * refused for `why`. */
+void mca_btl_siwarp_auth_warn(const struct sockaddr *from, const char *why);
+/* libsiwarp's verifier of an accepted QP's first Send */
+int  mca_btl_siwarp_auth_verify_qp(void *arg, struct siwarp_qp *qp, const void *data, uint32_t len);
 
 /* btl_siwarp_ep_qp.c: the endpoint's QP */
 /* Create ep->qp with its receive buffers posted (ep->rq_grant of them). */
 int  mca_btl_siwarp_ep_qp_create(mca_btl_siwarp_endpoint_t *ep);
+/* Post the initiator's first message, the proof (0 or a negative errno). */
+int  mca_btl_siwarp_ep_send_auth(mca_btl_siwarp_endpoint_t *ep);
 /* Detach ep->qp: destroyed now if it never carried traffic, else kept with
  * its buffers in the module's graveyard until finalize. */
 void mca_btl_siwarp_ep_qp_abandon(mca_btl_siwarp_endpoint_t *ep);

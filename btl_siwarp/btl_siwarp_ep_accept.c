@@ -8,6 +8,7 @@
 #include "btl_siwarp.h"
 #include "btl_siwarp_endpoint.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,31 +69,51 @@ int mca_btl_siwarp_ep_accept_incoming(mca_btl_siwarp_endpoint_t *ep)
     }
 }
 
+/* Refuse a request: one hash spent at most, nothing created, a warning
+ * (rate-limited) naming where it came from.  UNKNOWN carries no proof. */
+static void refuse(struct siwarp_conn_req *req, const struct sockaddr_storage *peer,
+                   const char *why)
+{
+    mca_btl_siwarp_conn_pd_t rej;
+
+    mca_btl_siwarp_auth_warn((const struct sockaddr *) peer, why);
+    mca_btl_siwarp_fill_conn_pd(&rej, MCA_BTL_SIWARP_CONN_UNKNOWN);
+    siwarp_reject(req, &rej, sizeof(rej));
+}
+
 void mca_btl_siwarp_ep_handle_conn_req(mca_btl_siwarp_module_t *m, struct siwarp_conn_req *req)
 {
     struct siwarp_conn_param theirs, p;
     struct sockaddr_storage peer;
-    mca_btl_siwarp_conn_pd_t pd, rej;
+    mca_btl_siwarp_conn_pd_t pd, wire, rej;
     opal_process_name_t name;
     mca_btl_siwarp_endpoint_t *ep;
     int rc;
 
+    memset(&peer, 0, sizeof(peer));
     if (siwarp_conn_req_param(req, &theirs, &peer) < 0 ||
         OPAL_SUCCESS != mca_btl_siwarp_parse_conn_pd(theirs.private_data,
-                                                     theirs.private_data_len, &pd)) {
-        BTL_VERBOSE(("rejecting a connection without siwarp BTL private data"));
-        mca_btl_siwarp_fill_conn_pd(&rej, MCA_BTL_SIWARP_CONN_UNKNOWN);
-        siwarp_reject(req, &rej, sizeof(rej));
+                                                     theirs.private_data_len, &pd, &wire)) {
+        refuse(req, &peer, "no siwarp BTL private data of this version");
         return;
     }
     name.jobid = pd.jobid;
     name.vpid = pd.vpid;
     ep = mca_btl_siwarp_ep_lookup(m, &name, 1);
-    if (NULL == ep || !mca_btl_siwarp_ep_accept_incoming(ep)) {
-        BTL_VERBOSE(("rejecting connection from %s (%s)", OPAL_NAME_PRINT(name),
-                     ep ? "duplicate" : "unknown peer"));
-        mca_btl_siwarp_fill_conn_pd(&rej, ep ? MCA_BTL_SIWARP_CONN_DUP
-                                             : MCA_BTL_SIWARP_CONN_UNKNOWN);
+    if (NULL == ep) {
+        refuse(req, &peer, "it names no process this one knows");
+        return;
+    }
+    rc = mca_btl_siwarp_auth_check_request(ep, &wire);
+    if (OPAL_SUCCESS != rc) {
+        refuse(req, &peer, OPAL_ERR_PERM == rc ? "a connection request played again"
+                                               : "its request did not prove the job's key");
+        return;
+    }
+    if (!mca_btl_siwarp_ep_accept_incoming(ep)) {
+        BTL_VERBOSE(("rejecting connection from %s (duplicate)", OPAL_NAME_PRINT(name)));
+        mca_btl_siwarp_fill_conn_pd(&rej, MCA_BTL_SIWARP_CONN_DUP);
+        mca_btl_siwarp_auth_sign_reply(ep, &wire, &rej);
         siwarp_reject(req, &rej, sizeof(rej));
         return;
     }
@@ -102,7 +123,26 @@ void mca_btl_siwarp_ep_handle_conn_req(mca_btl_siwarp_module_t *m, struct siwarp
     ep->transport = MCA_BTL_SIWARP_TR_IWARP;
     ep->await_incoming = 0;
     ep->peer_rq = pd.rq_depth;
+    ep->auth_from = peer;
+    ep->auth_ok = 0;
     rc = mca_btl_siwarp_ep_qp_create(ep);
+    if (OPAL_SUCCESS == rc) {
+        /* nothing of the peer is taken before its first Send proved the
+         * key (btl_siwarp_auth.c); a verbs device cannot hold it back */
+        rc = siwarp_qp_verify_first_send(ep->qp, mca_btl_siwarp_auth_verify_qp, NULL,
+                                         sizeof(mca_btl_siwarp_auth_t),
+                                         mca_btl_siwarp_component.connect_timeout);
+        if (-EOPNOTSUPP == rc) {
+            BTL_VERBOSE(("%s: a verbs device takes no first-Send check: the request's "
+                         "proof alone admits it", OPAL_NAME_PRINT(name)));
+            ep->auth_ok = 1;
+            rc = OPAL_SUCCESS;
+        } else if (rc < 0) {
+            BTL_ERROR(("siwarp: siwarp_qp_verify_first_send: %s", strerror(-rc)));
+            mca_btl_siwarp_ep_qp_abandon(ep);
+            rc = OPAL_ERR_OUT_OF_RESOURCE;
+        }
+    }
     if (OPAL_SUCCESS != rc) {
         mca_btl_siwarp_fill_conn_pd(&rej, MCA_BTL_SIWARP_CONN_UNKNOWN);
         siwarp_reject(req, &rej, sizeof(rej));
@@ -110,6 +150,7 @@ void mca_btl_siwarp_ep_handle_conn_req(mca_btl_siwarp_module_t *m, struct siwarp
         return;
     }
     mca_btl_siwarp_ep_conn_param(ep, &p, &rej, MCA_BTL_SIWARP_CONN_OK);
+    mca_btl_siwarp_auth_sign_reply(ep, &wire, &rej);
     /* we answer with the peer's negotiated choices where the API lets us */
     rc = siwarp_accept(req, ep->qp, &p);
     if (rc < 0) {
@@ -121,5 +162,6 @@ void mca_btl_siwarp_ep_handle_conn_req(mca_btl_siwarp_module_t *m, struct siwarp
     ep->qp_accepted = 1;
     mca_btl_siwarp_ep_activate(ep);
     /* peer's rq_depth is in its request; RTS is noticed by progress_connect,
-     * which reads the same private data back through siwarp_query_qp */
+     * which reads the same private data back through siwarp_query_qp, and
+     * the connection is up once the peer's first Send proved the key */
 }

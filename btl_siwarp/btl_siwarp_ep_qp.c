@@ -41,12 +41,16 @@ void mca_btl_siwarp_fill_conn_pd(mca_btl_siwarp_conn_pd_t *pd, int reason)
     pd->vpid = htonl(me.vpid);
 }
 
-int mca_btl_siwarp_parse_conn_pd(const void *data, size_t len, mca_btl_siwarp_conn_pd_t *out)
+int mca_btl_siwarp_parse_conn_pd(const void *data, size_t len, mca_btl_siwarp_conn_pd_t *out,
+                                 mca_btl_siwarp_conn_pd_t *wire)
 {
     if (NULL == data || len < sizeof(*out)) {
         return OPAL_ERR_BAD_PARAM;
     }
     memcpy(out, data, sizeof(*out));
+    if (NULL != wire) {
+        memcpy(wire, data, sizeof(*wire));
+    }
     if (ntohl(out->magic) != MCA_BTL_SIWARP_CONN_MAGIC ||
         out->version != MCA_BTL_SIWARP_CONN_VERSION) {
         return OPAL_ERR_BAD_PARAM;
@@ -155,7 +159,9 @@ int mca_btl_siwarp_ep_qp_create(mca_btl_siwarp_endpoint_t *ep)
         .max_send_wr = (uint32_t) c->sq_depth,
         .max_recv_wr = (uint32_t) nrecv,
         .max_sge = 2,
-        .max_inline = (uint32_t) c->max_inline,
+        /* the first message, the proof of the key, goes inline */
+        .max_inline = (uint32_t) (c->max_inline > (int) sizeof(mca_btl_siwarp_auth_t)
+                                  ? c->max_inline : (int) sizeof(mca_btl_siwarp_auth_t)),
         .sq_sig_all = 0,
         .tx_coalesce = (uint32_t) c->tx_coalesce,
         .srq = m->srq,
@@ -218,6 +224,22 @@ err_qp:
     siwarp_destroy_qp(ep->qp);
     ep->qp = NULL;
     return rc;
+}
+
+/* The initiator's first message: the proof of the pair's key over both
+ * nonces, inline and unsignaled (wr_id 0: only a flush completes it). */
+int mca_btl_siwarp_ep_send_auth(mca_btl_siwarp_endpoint_t *ep)
+{
+    mca_btl_siwarp_auth_t a;
+    struct siwarp_sge sge = {.addr = &a, .length = sizeof(a), .lkey = 0};
+    struct siwarp_send_wr wr = {
+        .wr_id = 0, .next = NULL, .sg_list = &sge, .num_sge = 1,
+        .opcode = SIWARP_WR_SEND, .send_flags = SIWARP_SEND_INLINE,
+    };
+    struct siwarp_send_wr *bad;
+
+    mca_btl_siwarp_auth_fin_msg(ep, &a);
+    return siwarp_post_send(ep->qp, &wr, &bad);
 }
 
 /* Detach the QP from the endpoint; it and its buffers wait for finalize. */

@@ -17,7 +17,10 @@
  *
  * Handshake: the initiator sends HELLO (conn_pd); the acceptor answers
  * HELLO_ACK with reason OK, DUP (simultaneous connect lost by the initiator)
- * or UNKNOWN.  The rule is the iWARP one: the lower process name keeps its
+ * or UNKNOWN; with OK the initiator's next frame is AUTH, and the acceptor
+ * reads nothing else before it checked it.  The proofs are the iWARP ones
+ * (btl_siwarp_auth.c); a HELLO that proves nothing is closed without an
+ * answer.  The rule is the iWARP one: the lower process name keeps its
  * outgoing connection.
  */
 #include "btl_siwarp.h"
@@ -94,14 +97,16 @@ static void set_sock_opts(int fd, int nonblock)
     }
 }
 
-static void hello_frame(uint8_t buf[HELLO_LEN], int op, int reason)
+/* A handshake frame: header and body, whole or not at all (the few bytes
+ * fit the buffer of a socket that has sent nothing else yet). */
+static int hs_send(int fd, int op, const void *body, size_t len)
 {
-    mca_btl_siwarp_tcp_hdr_t h = {.len = htonl(sizeof(mca_btl_siwarp_conn_pd_t)),
-                                  .op = (uint8_t) op};
-    mca_btl_siwarp_conn_pd_t pd;
-    mca_btl_siwarp_fill_conn_pd(&pd, reason);
+    mca_btl_siwarp_tcp_hdr_t h = {.len = htonl((uint32_t) len), .op = (uint8_t) op};
+    uint8_t buf[HELLO_LEN];
+
     memcpy(buf, &h, sizeof(h));
-    memcpy(buf + sizeof(h), &pd, sizeof(pd));
+    memcpy(buf + sizeof(h), body, len);
+    return send(fd, buf, sizeof(h) + len, MSG_NOSIGNAL) == (ssize_t) (sizeof(h) + len) ? 0 : -1;
 }
 
 void mca_btl_siwarp_tcp_close(mca_btl_siwarp_endpoint_t *ep)
@@ -177,14 +182,84 @@ static int rx_fill(mca_btl_siwarp_endpoint_t *ep)
     return 2;   /* header complete: caller sets up the body */
 }
 
+/* One handshake frame (header, then exactly its body into rx_hs; nothing
+ * beyond is read: what follows is the connection's, fallback_rx.c): 1 when
+ * it is in, 0 for later, -1 on EOF / error (errno set, 0 for EOF), 2 for a
+ * frame other than op with len bytes. */
+static int hs_read(mca_btl_siwarp_endpoint_t *ep, int op, size_t len)
+{
+    int rc;
+
+    if (ep->rx_hdr_got < sizeof(ep->rx_hdr)) {
+        rc = rx_fill(ep);
+        if (rc <= 0) {
+            return rc;
+        }
+        if (op != ep->rx_hdr.op || len != ntohl(ep->rx_hdr.len) || len > sizeof(ep->rx_hs)) {
+            return 2;
+        }
+        ep->rx_dst = (uint8_t *) ep->rx_hs;
+        ep->rx_left = len;
+    }
+    rc = mca_btl_siwarp_tcp_rx_body(ep);
+    if (1 == rc) {
+        mca_btl_siwarp_tcp_rx_reset(ep);
+    }
+    return rc;
+}
+
+/* An accepted connection whose AUTH frame failed, or never came: closed,
+ * nothing of it taken.  As an accepted iWARP QP that ends before use, we
+ * connect ourselves if anything waits for the peer. */
+static void auth_failed(mca_btl_siwarp_endpoint_t *ep, const char *why)
+{
+    mca_btl_siwarp_auth_warn((const struct sockaddr *) &ep->auth_from, why);
+    ep->tcp_auth_wait = 0;
+    close(ep->fd);
+    ep->fd = -1;
+    ep->tcp_connected = 0;
+    mca_btl_siwarp_tcp_rx_reset(ep);
+    ep->transport = MCA_BTL_SIWARP_TR_NONE;
+    mca_btl_siwarp_ep_set_state(ep, MCA_BTL_SIWARP_EP_CLOSED);
+    if (!opal_list_is_empty(&ep->pending)) {
+        (void) mca_btl_siwarp_ep_start_connect(ep);
+    }
+}
+
+/* Acceptor: the initiator's AUTH frame, its first, before anything else. */
+static int auth_progress(mca_btl_siwarp_endpoint_t *ep)
+{
+    int rc = hs_read(ep, MCA_BTL_SIWARP_TCP_AUTH, sizeof(mca_btl_siwarp_auth_t));
+
+    if (rc < 0 || 2 == rc) {
+        auth_failed(ep, rc < 0 ? "it closed the connection before its proof"
+                               : "its first frame was not the proof of the job's key");
+        return 1;
+    }
+    if (0 == rc) {
+        return 0;
+    }
+    if (OPAL_SUCCESS != mca_btl_siwarp_auth_check_fin(ep, ep->rx_hs, sizeof(mca_btl_siwarp_auth_t))) {
+        auth_failed(ep, "its first frame did not prove the job's key");
+        return 1;
+    }
+    ep->tcp_auth_wait = 0;
+    mca_btl_siwarp_ep_connected(ep, MCA_BTL_SIWARP_TR_TCP, ep->peer_rq);
+    return 1;
+}
+
 int mca_btl_siwarp_tcp_progress_connect(mca_btl_siwarp_endpoint_t *ep)
 {
-    mca_btl_siwarp_conn_pd_t pd;
-    uint8_t hello[HELLO_LEN];
+    mca_btl_siwarp_conn_pd_t pd, wire;
+    mca_btl_siwarp_auth_t a;
     int rc;
 
     if (ep->fd < 0) {
         return 0;       /* awaiting the peer's connection */
+    }
+    if (mca_btl_siwarp_now_ms() >= ep->deadline_ms && ep->tcp_auth_wait) {
+        auth_failed(ep, "its proof did not come within btl_siwarp_connect_timeout");
+        return 1;
     }
     if (mca_btl_siwarp_now_ms() >= ep->deadline_ms) {
         char why[96];
@@ -192,6 +267,9 @@ int mca_btl_siwarp_tcp_progress_connect(mca_btl_siwarp_endpoint_t *ep)
                  mca_btl_siwarp_component.connect_timeout);
         mca_btl_siwarp_ep_fail(ep, why, 1);
         return 1;
+    }
+    if (ep->tcp_auth_wait) {
+        return auth_progress(ep);
     }
     if (!ep->tcp_connected) {
         struct pollfd pfd = {.fd = ep->fd, .events = POLLOUT};
@@ -208,43 +286,35 @@ int mca_btl_siwarp_tcp_progress_connect(mca_btl_siwarp_endpoint_t *ep)
             ep->fd = -1;
             return OPAL_SUCCESS == mca_btl_siwarp_tcp_connect(ep) ? 0 : 1;
         }
-        hello_frame(hello, MCA_BTL_SIWARP_TCP_HELLO, MCA_BTL_SIWARP_CONN_OK);
-        if (send(ep->fd, hello, sizeof(hello), MSG_NOSIGNAL) != (ssize_t) sizeof(hello)) {
+        mca_btl_siwarp_fill_conn_pd(&pd, MCA_BTL_SIWARP_CONN_OK);
+        mca_btl_siwarp_auth_sign_request(ep, &pd);
+        if (hs_send(ep->fd, MCA_BTL_SIWARP_TCP_HELLO, &pd, sizeof(pd)) < 0) {
             mca_btl_siwarp_ep_fail(ep, "sending the TCP hello failed", 1);
             return 1;
         }
         ep->tcp_connected = 1;
         mca_btl_siwarp_tcp_rx_reset(ep);
     }
-    if (ep->rx_hdr_got < sizeof(ep->rx_hdr)) {
-        rc = rx_fill(ep);
-        if (rc < 0) {
-            mca_btl_siwarp_ep_fail(ep, errno ? strerror(errno)
-                                   : "peer closed the connection during the handshake", 1);
-            return 1;
-        }
-        if (0 == rc) {
-            return 0;
-        }
-        if (MCA_BTL_SIWARP_TCP_HELLO_ACK != ep->rx_hdr.op ||
-            sizeof(pd) != ntohl(ep->rx_hdr.len)) {
-            mca_btl_siwarp_ep_fail(ep, "bad TCP handshake reply", 1);
-            return 1;
-        }
-        ep->rx_dst = (uint8_t *) ep->rx_small;
-        ep->rx_left = sizeof(pd);
-    }
-    rc = mca_btl_siwarp_tcp_rx_body(ep);
+    rc = hs_read(ep, MCA_BTL_SIWARP_TCP_HELLO_ACK, sizeof(pd));
     if (rc < 0) {
-        mca_btl_siwarp_ep_fail(ep, "peer closed the connection during the handshake", 1);
+        mca_btl_siwarp_ep_fail(ep, errno ? strerror(errno)
+                               : "peer closed the connection during the handshake", 1);
         return 1;
     }
     if (0 == rc) {
         return 0;
     }
-    mca_btl_siwarp_tcp_rx_reset(ep);
-    if (OPAL_SUCCESS != mca_btl_siwarp_parse_conn_pd(ep->rx_small, sizeof(pd), &pd)) {
+    if (1 != rc ||
+        OPAL_SUCCESS != mca_btl_siwarp_parse_conn_pd(ep->rx_hs, sizeof(pd), &pd, &wire)) {
         mca_btl_siwarp_ep_fail(ep, "bad TCP handshake reply", 1);
+        return 1;
+    }
+    if (MCA_BTL_SIWARP_CONN_UNKNOWN == pd.reason) {
+        mca_btl_siwarp_ep_fail(ep, "peer does not know this process", 1);
+        return 1;
+    }
+    if (OPAL_SUCCESS != mca_btl_siwarp_auth_check_reply(ep, &wire)) {
+        mca_btl_siwarp_ep_fail(ep, "the peer's TCP handshake reply did not prove the job's key", 1);
         return 1;
     }
     if (MCA_BTL_SIWARP_CONN_DUP == pd.reason) {
@@ -255,7 +325,12 @@ int mca_btl_siwarp_tcp_progress_connect(mca_btl_siwarp_endpoint_t *ep)
         return 1;
     }
     if (MCA_BTL_SIWARP_CONN_OK != pd.reason) {
-        mca_btl_siwarp_ep_fail(ep, "peer does not know this process", 1);
+        mca_btl_siwarp_ep_fail(ep, "bad TCP handshake reply", 1);
+        return 1;
+    }
+    mca_btl_siwarp_auth_fin_msg(ep, &a);
+    if (hs_send(ep->fd, MCA_BTL_SIWARP_TCP_AUTH, &a, sizeof(a)) < 0) {
+        mca_btl_siwarp_ep_fail(ep, "sending the TCP handshake's proof failed", 1);
         return 1;
     }
     mca_btl_siwarp_ep_connected(ep, MCA_BTL_SIWARP_TR_TCP, pd.rq_depth);
@@ -264,37 +339,45 @@ int mca_btl_siwarp_tcp_progress_connect(mca_btl_siwarp_endpoint_t *ep)
 
 /* ---- accept (acceptor) ------------------------------------------------------- */
 
-/* An accepted connection whose HELLO is all in: answer it, and with OK
- * hand the socket to the endpoint. */
-static void accept_hello(mca_btl_siwarp_module_t *m, int fd, const uint8_t *buf)
+/* An accepted connection whose HELLO is all in: check its proof, answer
+ * it, and with OK hand the socket to the endpoint, which reads the AUTH
+ * frame before anything else.  A HELLO that proves nothing is closed
+ * unanswered: one hash spent, a warning naming the source. */
+static void accept_hello(mca_btl_siwarp_module_t *m, int fd, const uint8_t *buf,
+                         const struct sockaddr_storage *from)
 {
-    uint8_t ack[HELLO_LEN];
     mca_btl_siwarp_tcp_hdr_t h;
-    mca_btl_siwarp_conn_pd_t pd;
+    mca_btl_siwarp_conn_pd_t pd, wire, ack;
     mca_btl_siwarp_endpoint_t *ep;
     opal_process_name_t name;
-    int reason;
+    const char *why = NULL;
+    int reason, rc;
 
     memcpy(&h, buf, sizeof(h));
     if (MCA_BTL_SIWARP_TCP_HELLO != h.op || sizeof(pd) != ntohl(h.len) ||
-        OPAL_SUCCESS != mca_btl_siwarp_parse_conn_pd(buf + sizeof(h), sizeof(pd), &pd)) {
-        BTL_VERBOSE(("dropping a TCP connection without a valid hello"));
+        OPAL_SUCCESS != mca_btl_siwarp_parse_conn_pd(buf + sizeof(h), sizeof(pd), &pd, &wire)) {
+        why = "no valid hello of this version";
+    } else {
+        name.jobid = pd.jobid;
+        name.vpid = pd.vpid;
+        ep = mca_btl_siwarp_ep_lookup(m, &name, 1);
+        if (NULL == ep) {
+            why = "its hello names no process this one knows";
+        } else if (OPAL_SUCCESS != (rc = mca_btl_siwarp_auth_check_request(ep, &wire))) {
+            why = OPAL_ERR_PERM == rc ? "a hello played again"
+                                      : "its hello did not prove the job's key";
+        }
+    }
+    if (why) {
+        mca_btl_siwarp_auth_warn((const struct sockaddr *) from, why);
         close(fd);
         return;
     }
-    name.jobid = pd.jobid;
-    name.vpid = pd.vpid;
-    ep = mca_btl_siwarp_ep_lookup(m, &name, 1);
-    if (NULL == ep) {
-        reason = MCA_BTL_SIWARP_CONN_UNKNOWN;
-    } else if (!mca_btl_siwarp_ep_accept_incoming(ep)) {
-        reason = MCA_BTL_SIWARP_CONN_DUP;
-    } else {
-        reason = MCA_BTL_SIWARP_CONN_OK;
-    }
-    /* 40 bytes into a socket that has sent nothing: they fit its buffer */
-    hello_frame(ack, MCA_BTL_SIWARP_TCP_HELLO_ACK, reason);
-    if (send(fd, ack, sizeof(ack), MSG_NOSIGNAL) != (ssize_t) sizeof(ack) ||
+    reason = mca_btl_siwarp_ep_accept_incoming(ep) ? MCA_BTL_SIWARP_CONN_OK
+                                                   : MCA_BTL_SIWARP_CONN_DUP;
+    mca_btl_siwarp_fill_conn_pd(&ack, reason);
+    mca_btl_siwarp_auth_sign_reply(ep, &wire, &ack);
+    if (hs_send(fd, MCA_BTL_SIWARP_TCP_HELLO_ACK, &ack, sizeof(ack)) < 0 ||
         MCA_BTL_SIWARP_CONN_OK != reason) {
         close(fd);
         return;
@@ -305,11 +388,17 @@ static void accept_hello(mca_btl_siwarp_module_t *m, int fd, const uint8_t *buf)
     if (!ep->warned_fallback) {
         mca_btl_siwarp_ep_show_fallback(ep, "the peer connected over plain TCP");
     }
+    ep->transport = MCA_BTL_SIWARP_TR_TCP;
     ep->fd = fd;
     ep->tcp_connected = 1;
+    ep->tcp_auth_wait = 1;
+    ep->auth_ok = 0;
+    ep->auth_from = *from;
+    ep->peer_rq = pd.rq_depth;
+    ep->deadline_ms = mca_btl_siwarp_now_ms() + (uint64_t) mca_btl_siwarp_component.connect_timeout;
     mca_btl_siwarp_tcp_rx_reset(ep);
     mca_btl_siwarp_ep_activate(ep);
-    mca_btl_siwarp_ep_connected(ep, MCA_BTL_SIWARP_TR_TCP, pd.rq_depth);
+    (void) auth_progress(ep);       /* it may be here already */
 }
 
 /* Take every waiting connection; their HELLOs are read by
@@ -322,7 +411,9 @@ void mca_btl_siwarp_tcp_accept(mca_btl_siwarp_module_t *m, int listen_fd)
 {
     for (;;) {
         mca_btl_siwarp_tcp_pending_t *p;
-        int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        struct sockaddr_storage from;
+        socklen_t flen = sizeof(from);
+        int fd = accept4(listen_fd, (struct sockaddr *) &from, &flen, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
         if (fd < 0) {
             return;     /* EAGAIN or a transient error */
@@ -337,6 +428,7 @@ void mca_btl_siwarp_tcp_accept(mca_btl_siwarp_module_t *m, int listen_fd)
         p = &m->tcp_pending[m->tcp_npending++];
         p->fd = fd;
         p->got = 0;
+        p->from = from;
         p->deadline_ms = mca_btl_siwarp_now_ms() + HELLO_TIMEOUT_SEC * 1000;
     }
 }
@@ -349,6 +441,7 @@ int mca_btl_siwarp_tcp_accept_progress(mca_btl_siwarp_module_t *m)
     for (int i = 0; i < m->tcp_npending;) {
         mca_btl_siwarp_tcp_pending_t *p = &m->tcp_pending[i];
         uint8_t buf[HELLO_LEN];
+        struct sockaddr_storage from = p->from;
         ssize_t n = recv(p->fd, p->buf + p->got, sizeof(p->buf) - p->got, 0);
         int fd = p->fd;
 
@@ -358,7 +451,7 @@ int mca_btl_siwarp_tcp_accept_progress(mca_btl_siwarp_module_t *m)
         if (p->got == sizeof(p->buf)) {
             memcpy(buf, p->buf, sizeof(buf));
             *p = m->tcp_pending[--m->tcp_npending];
-            accept_hello(m, fd, buf);
+            accept_hello(m, fd, buf, &from);
             count++;
             continue;
         }

@@ -21,6 +21,7 @@ btl_siwarp_libbtlsiwarp_la_SOURCES = \
 	btl_siwarp/btl_siwarp_endpoint.h \
 	btl_siwarp/btl_siwarp_endpoint.c \
 	btl_siwarp/btl_siwarp_ep_accept.c \
+	btl_siwarp/btl_siwarp_auth.c \
 	btl_siwarp/btl_siwarp_ep_qp.c \
 	btl_siwarp/btl_siwarp_datapath.c \
 	btl_siwarp/btl_siwarp_fallback.c \
@@ -36,7 +37,7 @@ btl_siwarp_libbtlsiwarp_la_SOURCES = \
 btl_siwarp_libbtlsiwarp_la_CPPFLAGS = -I$(top_srcdir)/include $(OMPI_CPPFLAGS) \
 	-DSIWARP_HELP_DIR='"$(btlsiwarphelpdir)"' \
 	-DSIWARP_SRC_HELP_DIR='"$(abs_top_srcdir)/btl_siwarp"'
-btl_siwarp_libbtlsiwarp_la_CFLAGS = $(SWP_CFLAGS) $(OMPI_CFLAGS) -Wno-unused-parameter \
+btl_siwarp_libbtlsiwarp_la_CFLAGS = $(SWP_CFLAGS) $(OMPI_CFLAGS) $(NETTLE_CFLAGS) -Wno-unused-parameter \
 	-Wno-missing-field-initializers -Wno-sign-compare
 # Only the component is exported: Open MPI finds the plugin by that one
 # symbol.  The rest (libsiwarp's swp_* and siwarp_* included) stays inside
@@ -47,7 +48,8 @@ btl_siwarp_libbtlsiwarp_la_CFLAGS = $(SWP_CFLAGS) $(OMPI_CFLAGS) -Wno-unused-par
 # first reason.
 btl_siwarp_mca_btl_siwarp_la_LDFLAGS = -module -avoid-version -shared -no-undefined \
 	-export-symbols-regex '^mca_btl_siwarp_component$$'
-btl_siwarp_mca_btl_siwarp_la_LIBADD = btl_siwarp/libbtlsiwarp.la common/libswpcore.la $(OMPI_LIBS) -lpthread
+btl_siwarp_mca_btl_siwarp_la_LIBADD = btl_siwarp/libbtlsiwarp.la common/libswpcore.la $(OMPI_LIBS) \
+	$(NETTLE_LIBS) -lpthread
 
 # the component adds this directory to opal_show_help's search path
 btlsiwarphelpdir = $(pkgdatadir)

@@ -7,7 +7,7 @@
 PACKAGES="
 build-essential autoconf automake libtool pkg-config
 libopenmpi-dev openmpi-bin
-libevent-dev libhwloc-dev liburing-dev libibverbs-dev librdmacm-dev
+libevent-dev libhwloc-dev liburing-dev libibverbs-dev librdmacm-dev nettle-dev
 tshark iproute2 nftables
 clang libclang-rt-14-dev valgrind
 gnuplot-nox python3

@@ -1,0 +1,311 @@
+/*
+ * btl_siwarp_auth.c - only the job's own processes get in.
+ *
+ * Each process draws a 32-byte secret from the kernel (getrandom) at
+ * component init and publishes it only through the modex, which Open MPI
+ * shares with the processes of the job and of jobs the runtime connects on
+ * purpose (MPI_Comm_spawn, accept/connect).  Two processes A and B derive
+ * their pair key from both secrets and both names:
+ *     K = HMAC-SHA256(s_lo || s_hi, "siwarp btl pair key" || name_lo || name_hi)
+ * (lo, hi in opal_compare_proc order), once per endpoint, lazily.
+ *
+ * A connection (iWARP MPA exchange or fallback HELLO) goes:
+ *   1. initiator I -> acceptor R, MPA Request / HELLO: conn_pd with both
+ *      names, attempt (rising per peer), nonce N_I, and
+ *        mac = HMAC(K, "REQ" || pd without mac).
+ *      R checks: addressed to R, mac right, attempt above the last one of I
+ *      that R accepted.  A stranger without K, or a recorded request played
+ *      again (its attempt is old), is refused here: one hash, nothing
+ *      created, a rate-limited warning naming the source address.
+ *   2. R -> I, MPA Reply / HELLO_ACK: conn_pd with the attempt echoed,
+ *      nonce N_R, and mac = HMAC(K, "REP" || pd without mac || N_I).
+ *      I checks the mac: R holds K and answered this very attempt.  (A
+ *      DUP answer is signed the same way; UNKNOWN carries no mac.)
+ *   3. I -> R, the connection's first message (a Send that libsiwarp's
+ *      siwarp_qp_verify_first_send holds for us, or an AUTH frame):
+ *        mac = HMAC(K, "FIN" || name_I || name_R || attempt || N_I || N_R).
+ *      R takes no other byte of the connection before this checked: a
+ *      replayed exchange cannot answer a fresh N_R.  A failure closes the
+ *      connection, places nothing and costs R one hash.
+ * Each mac is compared in constant time.  Nettle provides HMAC-SHA256.
+ */
+#include "btl_siwarp.h"
+#include "btl_siwarp_endpoint.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <arpa/inet.h>
+#include <sys/random.h>
+
+#include <nettle/hmac.h>
+#include <nettle/memops.h>
+
+#include "opal/mca/pmix/pmix.h"
+#include "opal/util/output.h"
+
+#define AUTH_MODEX_KEY  "btl.siwarp.auth"
+#define AUTH_SECRET_LEN 32
+#define AUTH_WARN_EVERY_S 10     /* at most one warning this often, and a count */
+
+static uint8_t auth_secret[AUTH_SECRET_LEN];
+
+static int fill_random(void *buf, size_t len)
+{
+    size_t got = 0;
+
+    while (got < len) {
+        ssize_t n = getrandom((uint8_t *) buf + got, len - got, 0);
+        if (n < 0) {
+            if (EINTR == errno) {
+                continue;
+            }
+            return OPAL_ERROR;
+        }
+        got += (size_t) n;
+    }
+    return OPAL_SUCCESS;
+}
+
+int mca_btl_siwarp_auth_init(void)
+{
+    int rc;
+
+    if (OPAL_SUCCESS != fill_random(auth_secret, sizeof(auth_secret))) {
+        BTL_ERROR(("siwarp: no random secret from the kernel (getrandom): %s", strerror(errno)));
+        return OPAL_ERROR;
+    }
+    OPAL_MODEX_SEND_STRING(rc, OPAL_PMIX_GLOBAL, AUTH_MODEX_KEY, auth_secret,
+                           sizeof(auth_secret));
+    return rc;
+}
+
+void mca_btl_siwarp_auth_fini(void)
+{
+    /* nettle's memeql_sec neighbours: a wipe the compiler keeps */
+    volatile uint8_t *p = auth_secret;
+    for (size_t i = 0; i < sizeof(auth_secret); i++) {
+        p[i] = 0;
+    }
+}
+
+static void name_be(opal_process_name_t n, uint8_t out[8])
+{
+    uint32_t j = htonl(n.jobid), v = htonl(n.vpid);
+    memcpy(out, &j, 4);
+    memcpy(out + 4, &v, 4);
+}
+
+int mca_btl_siwarp_auth_ep_init(mca_btl_siwarp_endpoint_t *ep)
+{
+    static const char label[] = "siwarp btl pair key";
+    opal_process_name_t me = OPAL_PROC_MY_NAME, lo, hi;
+    struct hmac_sha256_ctx h;
+    uint8_t *theirs = NULL, names[16], keys[2 * AUTH_SECRET_LEN];
+    size_t size = 0;
+    int rc, me_lo;
+
+    OPAL_MODEX_RECV_STRING(rc, AUTH_MODEX_KEY, &ep->name, (void **) &theirs, &size);
+    if (OPAL_SUCCESS != rc || NULL == theirs || AUTH_SECRET_LEN != size) {
+        BTL_VERBOSE(("no key material in the modex of %s (rc %d, %zu bytes)",
+                     OPAL_NAME_PRINT(ep->name), rc, size));
+        free(theirs);
+        return OPAL_ERR_NOT_FOUND;
+    }
+    me_lo = opal_compare_proc(me, ep->name) < 0;
+    lo = me_lo ? me : ep->name;
+    hi = me_lo ? ep->name : me;
+    memcpy(keys, me_lo ? auth_secret : theirs, AUTH_SECRET_LEN);
+    memcpy(keys + AUTH_SECRET_LEN, me_lo ? theirs : auth_secret, AUTH_SECRET_LEN);
+    name_be(lo, names);
+    name_be(hi, names + 8);
+    hmac_sha256_set_key(&h, sizeof(keys), keys);
+    hmac_sha256_update(&h, sizeof(label) - 1, (const uint8_t *) label);
+    hmac_sha256_update(&h, sizeof(names), names);
+    hmac_sha256_digest(&h, sizeof(ep->auth_key), ep->auth_key);
+    memset(keys, 0, sizeof(keys));
+    memset(theirs, 0, size);
+    free(theirs);
+    return OPAL_SUCCESS;
+}
+
+/* HMAC(K, label || pd without its mac || extra) */
+static void pd_mac(const mca_btl_siwarp_endpoint_t *ep, const char label[4],
+                   const mca_btl_siwarp_conn_pd_t *pd, const uint8_t *extra, size_t extra_len,
+                   uint8_t out[MCA_BTL_SIWARP_MAC_LEN])
+{
+    struct hmac_sha256_ctx h;
+
+    hmac_sha256_set_key(&h, sizeof(ep->auth_key), ep->auth_key);
+    hmac_sha256_update(&h, 4, (const uint8_t *) label);
+    hmac_sha256_update(&h, offsetof(mca_btl_siwarp_conn_pd_t, mac), (const uint8_t *) pd);
+    if (extra_len) {
+        hmac_sha256_update(&h, extra_len, extra);
+    }
+    hmac_sha256_digest(&h, MCA_BTL_SIWARP_MAC_LEN, out);
+}
+
+static int pd_mac_ok(const mca_btl_siwarp_endpoint_t *ep, const char label[4],
+                     const mca_btl_siwarp_conn_pd_t *pd, const uint8_t *extra, size_t extra_len)
+{
+    uint8_t want[MCA_BTL_SIWARP_MAC_LEN];
+
+    pd_mac(ep, label, pd, extra, extra_len, want);
+    return memeql_sec(want, pd->mac, sizeof(want));
+}
+
+static void set_peer(const mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_conn_pd_t *pd)
+{
+    pd->peer_jobid = htonl(ep->name.jobid);
+    pd->peer_vpid = htonl(ep->name.vpid);
+}
+
+static int addressed_to_me(const mca_btl_siwarp_conn_pd_t *pd)
+{
+    opal_process_name_t me = OPAL_PROC_MY_NAME;
+    return ntohl(pd->peer_jobid) == me.jobid && ntohl(pd->peer_vpid) == me.vpid;
+}
+
+void mca_btl_siwarp_auth_sign_request(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_conn_pd_t *pd)
+{
+    set_peer(ep, pd);
+    pd->attempt = htobe64(++ep->auth_out_attempt);
+    if (OPAL_SUCCESS != fill_random(ep->auth_out_nonce, sizeof(ep->auth_out_nonce))) {
+        /* never seen; the acceptor's nonce keeps the exchange fresh anyway */
+        memset(ep->auth_out_nonce, 0, sizeof(ep->auth_out_nonce));
+    }
+    memcpy(pd->nonce, ep->auth_out_nonce, sizeof(pd->nonce));
+    pd_mac(ep, "REQ", pd, NULL, 0, pd->mac);
+}
+
+int mca_btl_siwarp_auth_check_request(mca_btl_siwarp_endpoint_t *ep,
+                                      const mca_btl_siwarp_conn_pd_t *pd)
+{
+    uint64_t attempt = be64toh(pd->attempt);
+
+    if (!addressed_to_me(pd) || !pd_mac_ok(ep, "REQ", pd, NULL, 0)) {
+        return OPAL_ERR_AUTHENTICATION_FAILED;
+    }
+    if (attempt <= ep->auth_in_attempt) {
+        return OPAL_ERR_PERM;       /* a recorded request played again */
+    }
+    ep->auth_in_attempt = attempt;
+    return OPAL_SUCCESS;
+}
+
+/* the proof the initiator's first message carries */
+static void fin_mac(const mca_btl_siwarp_endpoint_t *ep, opal_process_name_t ini,
+                    opal_process_name_t acc, uint64_t attempt_be, const uint8_t *n_i,
+                    const uint8_t *n_r, uint8_t out[MCA_BTL_SIWARP_MAC_LEN])
+{
+    struct hmac_sha256_ctx h;
+    uint8_t names[16];
+
+    name_be(ini, names);
+    name_be(acc, names + 8);
+    hmac_sha256_set_key(&h, sizeof(ep->auth_key), ep->auth_key);
+    hmac_sha256_update(&h, 4, (const uint8_t *) "FIN");
+    hmac_sha256_update(&h, sizeof(names), names);
+    hmac_sha256_update(&h, sizeof(attempt_be), (const uint8_t *) &attempt_be);
+    hmac_sha256_update(&h, MCA_BTL_SIWARP_NONCE_LEN, n_i);
+    hmac_sha256_update(&h, MCA_BTL_SIWARP_NONCE_LEN, n_r);
+    hmac_sha256_digest(&h, MCA_BTL_SIWARP_MAC_LEN, out);
+}
+
+void mca_btl_siwarp_auth_sign_reply(mca_btl_siwarp_endpoint_t *ep,
+                                    const mca_btl_siwarp_conn_pd_t *pd_in,
+                                    mca_btl_siwarp_conn_pd_t *pd)
+{
+    set_peer(ep, pd);
+    pd->attempt = pd_in->attempt;
+    if (OPAL_SUCCESS != fill_random(pd->nonce, sizeof(pd->nonce))) {
+        memset(pd->nonce, 0, sizeof(pd->nonce));
+    }
+    pd_mac(ep, "REP", pd, pd_in->nonce, sizeof(pd_in->nonce), pd->mac);
+    if (MCA_BTL_SIWARP_CONN_OK == pd->reason) {
+        fin_mac(ep, ep->name, OPAL_PROC_MY_NAME, pd->attempt, pd_in->nonce, pd->nonce,
+                ep->auth_fin);
+    }
+}
+
+int mca_btl_siwarp_auth_check_reply(mca_btl_siwarp_endpoint_t *ep,
+                                    const mca_btl_siwarp_conn_pd_t *pd)
+{
+    if (!addressed_to_me(pd) || be64toh(pd->attempt) != ep->auth_out_attempt ||
+        !pd_mac_ok(ep, "REP", pd, ep->auth_out_nonce, sizeof(ep->auth_out_nonce))) {
+        return OPAL_ERR_AUTHENTICATION_FAILED;
+    }
+    if (MCA_BTL_SIWARP_CONN_OK == pd->reason) {
+        fin_mac(ep, OPAL_PROC_MY_NAME, ep->name, pd->attempt, ep->auth_out_nonce, pd->nonce,
+                ep->auth_fin);
+    }
+    return OPAL_SUCCESS;
+}
+
+void mca_btl_siwarp_auth_fin_msg(const mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_auth_t *a)
+{
+    a->magic = htonl(MCA_BTL_SIWARP_AUTH_MAGIC);
+    a->reserved = 0;
+    memcpy(a->mac, ep->auth_fin, sizeof(a->mac));
+}
+
+int mca_btl_siwarp_auth_check_fin(mca_btl_siwarp_endpoint_t *ep, const void *data, size_t len)
+{
+    mca_btl_siwarp_auth_t a;
+
+    if (len != sizeof(a)) {
+        return OPAL_ERR_AUTHENTICATION_FAILED;
+    }
+    memcpy(&a, data, sizeof(a));
+    if (ntohl(a.magic) != MCA_BTL_SIWARP_AUTH_MAGIC ||
+        !memeql_sec(a.mac, ep->auth_fin, sizeof(a.mac))) {
+        return OPAL_ERR_AUTHENTICATION_FAILED;
+    }
+    ep->auth_ok = 1;
+    return OPAL_SUCCESS;
+}
+
+int mca_btl_siwarp_auth_verify_qp(void *arg, struct siwarp_qp *qp, const void *data, uint32_t len)
+{
+    mca_btl_siwarp_endpoint_t *ep = (mca_btl_siwarp_endpoint_t *) siwarp_qp_get_context(qp);
+    (void) arg;
+
+    if (NULL == ep || ep->qp != qp) {
+        return -1;          /* abandoned meanwhile: nobody waits for it */
+    }
+    if (OPAL_SUCCESS != mca_btl_siwarp_auth_check_fin(ep, data, len)) {
+        mca_btl_siwarp_auth_warn((const struct sockaddr *) &ep->auth_from,
+                                 "its first message did not prove the job's key");
+        return -1;
+    }
+    return 0;
+}
+
+void mca_btl_siwarp_auth_warn(const struct sockaddr *from, const char *why)
+{
+    static time_t last;
+    static unsigned suppressed;
+    char host[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+    time_t now = time(NULL);
+
+    if (last && now - last < AUTH_WARN_EVERY_S) {
+        suppressed++;
+        return;
+    }
+    if (AF_INET == from->sa_family) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *) from;
+        inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+        port = ntohs(in->sin_port);
+    } else if (AF_INET6 == from->sa_family) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *) from;
+        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+        port = ntohs(in6->sin6_port);
+    }
+    opal_output(0, "[%s] siwarp: refused a connection from %s port %u: %s%s",
+                opal_process_info.nodename, host, port, why,
+                suppressed ? " (and earlier ones, not shown)" : "");
+    last = now;
+    suppressed = 0;
+}
