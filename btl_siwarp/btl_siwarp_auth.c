@@ -33,7 +33,10 @@
 #include "btl_siwarp_endpoint.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <time.h>
 #include <arpa/inet.h>
@@ -308,4 +311,37 @@ void mca_btl_siwarp_auth_warn(const struct sockaddr *from, const char *why)
                 suppressed ? " (and earlier ones, not shown)" : "");
     last = now;
     suppressed = 0;
+}
+
+/* Test hook, never set in production: SIWARP_BTL_TEST_RECORD=file appends
+ * one line per connection request this process sends -- "iwarp" or "tcp",
+ * the listener's address and port, the private data in hex -- so that
+ * test/hostile/siwarp_stranger can play them again and forge others
+ * (run-mpi-tests.sh: hostile). */
+void mca_btl_siwarp_auth_test_record(const char *kind, const struct sockaddr *to,
+                                     const mca_btl_siwarp_conn_pd_t *pd)
+{
+    static int fd = -2;
+    char line[64 + INET6_ADDRSTRLEN + 2 * sizeof(*pd)], host[INET6_ADDRSTRLEN] = "?";
+    const uint8_t *b = (const uint8_t *) pd;
+    unsigned port = 0;
+    int n;
+
+    if (-2 == fd) {
+        const char *path = getenv("SIWARP_BTL_TEST_RECORD");
+        fd = path ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600) : -1;
+    }
+    if (fd < 0 || AF_INET != to->sa_family) {
+        return;
+    }
+    inet_ntop(AF_INET, &((const struct sockaddr_in *) to)->sin_addr, host, sizeof(host));
+    port = ntohs(((const struct sockaddr_in *) to)->sin_port);
+    n = snprintf(line, sizeof(line), "%s %s %u ", kind, host, port);
+    for (size_t i = 0; i < sizeof(*pd); i++) {
+        n += snprintf(line + n, sizeof(line) - (size_t) n, "%02x", b[i]);
+    }
+    line[n++] = '\n';
+    if (write(fd, line, (size_t) n) != n) {
+        fd = -1;
+    }
 }

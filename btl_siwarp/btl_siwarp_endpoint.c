@@ -312,6 +312,7 @@ static int start_iwarp(mca_btl_siwarp_endpoint_t *ep)
             p.p2p = 0;
         }
         rc = siwarp_connect(ep->qp, (struct sockaddr *) &ss, len, &p);
+        mca_btl_siwarp_auth_test_record("iwarp", (struct sockaddr *) &ss, &pd);
         if (0 == rc) {
             ep->transport = MCA_BTL_SIWARP_TR_IWARP;
             return OPAL_SUCCESS;

@@ -240,6 +240,9 @@ int  mca_btl_siwarp_auth_check_fin(mca_btl_siwarp_endpoint_t *ep, const void *da
 /* A warning, at most a few a minute, that a connection from `from` was
  * refused for `why`. */
 void mca_btl_siwarp_auth_warn(const struct sockaddr *from, const char *why);
+/* test hook (SIWARP_BTL_TEST_RECORD): log a request sent to `to` */
+void mca_btl_siwarp_auth_test_record(const char *kind, const struct sockaddr *to,
+                                     const mca_btl_siwarp_conn_pd_t *pd);
 /* libsiwarp's verifier of an accepted QP's first Send */
 int  mca_btl_siwarp_auth_verify_qp(void *arg, struct siwarp_qp *qp, const void *data, uint32_t len);
 

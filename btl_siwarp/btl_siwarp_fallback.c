@@ -40,7 +40,6 @@
 
 #include "opal/util/output.h"
 
-#define HELLO_TIMEOUT_SEC 5    /* an accepted connection waits this long for its HELLO */
 #define HELLO_LEN MCA_BTL_SIWARP_TCP_HELLO_LEN
 
 /* Test hook, never set in production: SIWARP_BTL_TEST_HOSTILE makes this
@@ -94,6 +93,17 @@ static void set_sock_opts(int fd, int nonblock)
     }
     if (fl >= 0) {
         fcntl(fd, F_SETFL, nonblock ? (fl | O_NONBLOCK) : (fl & ~O_NONBLOCK));
+    }
+}
+
+/* the test hook SIWARP_BTL_TEST_RECORD (btl_siwarp_auth.c) */
+static void test_record_hello(int fd, const mca_btl_siwarp_conn_pd_t *pd)
+{
+    struct sockaddr_storage to;
+    socklen_t tl = sizeof(to);
+
+    if (0 == getpeername(fd, (struct sockaddr *) &to, &tl)) {
+        mca_btl_siwarp_auth_test_record("tcp", (struct sockaddr *) &to, pd);
     }
 }
 
@@ -288,6 +298,7 @@ int mca_btl_siwarp_tcp_progress_connect(mca_btl_siwarp_endpoint_t *ep)
         }
         mca_btl_siwarp_fill_conn_pd(&pd, MCA_BTL_SIWARP_CONN_OK);
         mca_btl_siwarp_auth_sign_request(ep, &pd);
+        test_record_hello(ep->fd, &pd);
         if (hs_send(ep->fd, MCA_BTL_SIWARP_TCP_HELLO, &pd, sizeof(pd)) < 0) {
             mca_btl_siwarp_ep_fail(ep, "sending the TCP hello failed", 1);
             return 1;
@@ -429,7 +440,8 @@ void mca_btl_siwarp_tcp_accept(mca_btl_siwarp_module_t *m, int listen_fd)
         p->fd = fd;
         p->got = 0;
         p->from = from;
-        p->deadline_ms = mca_btl_siwarp_now_ms() + HELLO_TIMEOUT_SEC * 1000;
+        /* its HELLO, like the MPA Request, within btl_siwarp_connect_timeout */
+        p->deadline_ms = mca_btl_siwarp_now_ms() + (uint64_t) mca_btl_siwarp_component.connect_timeout;
     }
 }
 

@@ -44,7 +44,7 @@ mpi_tap_usable || exit 0
 
 PROGS="mpi_pingpong mpi_anysrc mpi_datatype mpi_flood mpi_coll mpi_onesided mpi_remap mpi-bench
        mpi_hostile mpi_oneway mpi_big mpi_connect_race mpi_threads mpi_regcount
-       mpi_progress_rule"
+       mpi_progress_rule mpi_stranger"
 # the TAP plan is printed at the end (tests are added and skipped by
 # environment: netns, big messages)
 
@@ -294,6 +294,58 @@ if section hostile; then
     hostile get below
     hostile put stag
     hostile get wrap
+fi
+
+# ---- a stranger at the job's listeners ----------------------------------------------
+# mpi_stranger's ranks record every connection request they send
+# (SIWARP_BTL_TEST_RECORD, a test hook in btl_siwarp_auth.c); while the job
+# waits, test/hostile/siwarp_stranger -- a process of no job -- plays each
+# again and forges one with the right job id and ranks but no key, then
+# stalls inside an MPA Request and a fallback HELLO.  Every request must be
+# refused before anything is accepted (an unproven MPA Reject, or a
+# fallback connection closed unanswered), each stall cut off within
+# btl_siwarp_connect_timeout, the ranks must name the source in a warning,
+# and the job must run on.  "mixed": the last rank runs with
+# btl_siwarp_mpa=0, so fallback listeners are knocked at too.
+stranger() {
+    mode=$1; np=$2; ms=2000
+    dir="$OUT/stranger_$mode"; log="$dir/job.log"
+    rm -rf "$dir" && mkdir -p "$dir" && mkfifo "$dir/ready" "$dir/done" || {
+        not_ok "stranger ($mode): no fifos"; return; }
+    tail=
+    [ "$mode" = mixed ] && tail=": -np 1 -x SIWARP_BTL_TEST_RECORD=$dir/record -x OMPI_MCA_btl_siwarp_mpa=0 $OUT/mpi_stranger $dir/ready $dir/done" &&
+        np=$((np - 1))
+    # shellcheck disable=SC2086
+    timeout "$T" $MPIRUN --mca btl_siwarp_connect_timeout $ms \
+        -np "$np" -x SIWARP_BTL_TEST_RECORD="$dir/record" "$OUT/mpi_stranger" "$dir/ready" "$dir/done" \
+        $tail > "$log" 2>&1 &
+    job=$!
+    src=1
+    if timeout "$T" cat "$dir/ready" > /dev/null; then
+        timeout "$T" "$STRANGER" "$dir/record" $((ms + 1000)) > "$dir/stranger.log" 2>&1
+        src=$?
+    fi
+    echo done > "$dir/done" &
+    wait $job
+    rc=$?
+    if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q "stranger: the job ran on" "$log" &&
+       grep -q "refused a connection from 127.0.0.1" "$log"; then
+        ok "stranger ($mode, $(grep -c '^ok' "$dir/stranger.log") knocks): replays, forgeries and stalls refused, job ran on"
+    else
+        not_ok "stranger ($mode) (job exit $rc, stranger exit $src)"
+        diag "$dir/stranger.log"; diag "$log"
+    fi
+}
+if section hostile; then
+    STRANGER=$BUILDDIR/test/hostile/siwarp_stranger
+    [ -x "$STRANGER" ] || make -s -C "$BUILDDIR" test/hostile/siwarp_stranger > /dev/null 2>&1
+    if [ -x "$STRANGER" ]; then
+        stranger iwarp 3
+        stranger mixed 3
+    else
+        skip "stranger" "test/hostile/siwarp_stranger could not be built"
+        skip "stranger (mixed)" "test/hostile/siwarp_stranger could not be built"
+    fi
 fi
 
 # ---- parameters ---------------------------------------------------------------------
