@@ -57,6 +57,7 @@ static void ep_construct(mca_btl_siwarp_endpoint_t *ep)
     ep->rx_in_frame = ep->rx_direct = 0;
     ep->rx_get = NULL;
     ep->tcp_auth_wait = 0;
+    ep->rx_bytes = ep->rx_stall_bytes = ep->rx_stall_since = 0;
     memset(ep->auth_key, 0, sizeof(ep->auth_key));
     ep->auth_out_attempt = ep->auth_in_attempt = 0;
     ep->auth_ok = ep->auth_peer_gates = 0;

@@ -110,6 +110,9 @@ struct mca_btl_base_endpoint_t {
     uint64_t rx_small[2];               /* GET_REQ bodies */
     uint64_t rx_hs[sizeof(mca_btl_siwarp_conn_pd_t) / 8]; /* HELLO_ACK / AUTH bodies */
     int tcp_auth_wait;                  /* accepted: the AUTH frame is due first */
+    uint64_t rx_bytes;                  /* read from the socket, ever */
+    uint64_t rx_stall_bytes;            /* ... at the last look inside a frame */
+    uint64_t rx_stall_since;            /* coarse ms of that look */
     mca_btl_siwarp_frag_t *rx_get;      /* GET_RESP target */
     opal_list_t gets_inflight;          /* our GET_REQs awaiting data */
 

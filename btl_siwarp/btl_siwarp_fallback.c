@@ -36,6 +36,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/tcp.h>
+#include <sys/ioctl.h>
 #include <sys/uio.h>
 
 #include "opal/util/output.h"
@@ -518,10 +519,49 @@ static void tx_done(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag)
  * (maybe partial), -1 connection lost. */
 #define TX_IOV 64
 
+/* Test hook, never set in production: SIWARP_BTL_TEST_STALL_FRAME=1 makes
+ * this process write its first DATA frame of 2 KiB or more only half and
+ * then nothing more on that connection, which it keeps open: the peer
+ * must cut it off after btl_siwarp_llp_timeout (run-mpi-tests.sh: stall).
+ * 1: write nothing now. */
+static int test_stall_frame(mca_btl_siwarp_endpoint_t *ep)
+{
+    static int on = -1, stalled_fd = -1;
+    mca_btl_siwarp_frag_t *frag;
+    struct iovec iov[2];
+
+    if (on < 0) {
+        const char *e = getenv("SIWARP_BTL_TEST_STALL_FRAME");
+        on = e && '1' == e[0];
+    }
+    if (!on) {
+        return 0;
+    }
+    if (stalled_fd >= 0) {
+        return ep->fd == stalled_fd;
+    }
+    frag = (mca_btl_siwarp_frag_t *) opal_list_get_first(&ep->tx_queue);
+    if (MCA_BTL_SIWARP_TCP_DATA != frag->tcp_hdr.op || frag->tx_done || frag->tx_total < 2048 ||
+        2 != frag->iov_cnt) {
+        return 0;
+    }
+    iov[0] = frag->iov[0];
+    iov[1].iov_base = frag->iov[1].iov_base;
+    iov[1].iov_len = frag->iov[1].iov_len / 2;
+    if (writev(ep->fd, iov, 2) > 0) {
+        stalled_fd = ep->fd;
+        BTL_ERROR(("siwarp: test hook: stalling inside a frame to %s", OPAL_NAME_PRINT(ep->name)));
+    }
+    return 1;
+}
+
 static int tx_flush(mca_btl_siwarp_endpoint_t *ep)
 {
     mca_btl_siwarp_frag_t *frag;
 
+    if (!opal_list_is_empty(&ep->tx_queue) && test_stall_frame(ep)) {
+        return 0;
+    }
     while (!opal_list_is_empty(&ep->tx_queue)) {
         struct iovec iov[TX_IOV];
         size_t want = 0, left;
@@ -697,9 +737,34 @@ void mca_btl_siwarp_tcp_flush_held(mca_btl_siwarp_module_t *m)
     }
 }
 
+/* A peer that began a frame and stopped sending it, its TCP connection
+ * alive (keepalive cannot tell), is cut off once nothing more of it came
+ * for btl_siwarp_llp_timeout and nothing waits in the socket (we may be
+ * the slow one).  Looked at every 64th progress call. */
+static int rx_stalled(mca_btl_siwarp_endpoint_t *ep)
+{
+    uint64_t now = mca_btl_siwarp_now_coarse_ms();
+    int waiting = 0;
+
+    if (!(ep->rx_in_frame || ep->rx_head != ep->rx_tail) || ep->rx_bytes != ep->rx_stall_bytes) {
+        ep->rx_stall_bytes = ep->rx_bytes;
+        ep->rx_stall_since = now;
+        return 0;
+    }
+    return now - ep->rx_stall_since >= (uint64_t) mca_btl_siwarp_component.llp_timeout &&
+           0 == ioctl(ep->fd, FIONREAD, &waiting) && 0 == waiting;
+}
+
 int mca_btl_siwarp_tcp_progress(mca_btl_siwarp_endpoint_t *ep)
 {
     if (ep->fd < 0 || MCA_BTL_SIWARP_EP_CONNECTED != ep->state) {
+        return 0;
+    }
+    if (0 == (ep->module->polls & 63) && rx_stalled(ep)) {
+        char why[128];
+        snprintf(why, sizeof(why), "the peer stopped inside a frame: nothing more of it for "
+                 "%d ms (btl_siwarp_llp_timeout)", mca_btl_siwarp_component.llp_timeout);
+        mca_btl_siwarp_ep_fail(ep, why, 2);
         return 0;
     }
     if (tx_flush(ep) < 0) {

@@ -54,6 +54,7 @@ int mca_btl_siwarp_tcp_rx_body(mca_btl_siwarp_endpoint_t *ep)
     while (ep->rx_left > 0) {
         n = recv(ep->fd, ep->rx_dst, ep->rx_left, 0);
         if (n > 0) {
+            ep->rx_bytes += (uint64_t) n;
             ep->rx_dst += n;
             ep->rx_left -= (size_t) n;
             continue;
@@ -363,6 +364,7 @@ int mca_btl_siwarp_tcp_rx_progress(mca_btl_siwarp_endpoint_t *ep)
         }
         n = recv(ep->fd, ep->rx_stage + ep->rx_tail, size - ep->rx_tail, 0);
         if (n > 0) {
+            ep->rx_bytes += (uint64_t) n;
             drained = (size_t) n < size - ep->rx_tail;
             ep->rx_tail += (size_t) n;
             continue;

@@ -197,8 +197,10 @@ int mca_btl_siwarp_params_register(void)
             "(1-1024)", &c->ird_ord, OPAL_INFO_LVL_5);
     c->llp_timeout = 30000;
     reg_int("llp_timeout", "Milliseconds after which a connection whose peer stopped answering "
-            "(dead node, link down) is declared lost: TCP keepalive and TCP_USER_TIMEOUT "
-            "(1000-600000)", &c->llp_timeout, OPAL_INFO_LVL_4);
+            "(dead node, link down) is declared lost: TCP keepalive and TCP_USER_TIMEOUT; "
+            "a peer that stops inside an iWARP FPDU or a fallback frame it began, its TCP "
+            "connection alive, is cut off after 1 to 1.5 times this (1000-600000)",
+            &c->llp_timeout, OPAL_INFO_LVL_4);
     c->big_fpdu = -1;
     reg_int("big_fpdu", "Largest FPDU payload toward a peer that is siwarp too, agreed in "
             "the MPA exchange (-1: auto, 65535 toward peers whose modex says they run "
@@ -207,9 +209,11 @@ int mca_btl_siwarp_params_register(void)
             &c->big_fpdu, OPAL_INFO_LVL_5);
     c->connect_timeout = 10000;
     reg_int("connect_timeout", "Milliseconds allowed for each connection step: the MPA "
-            "exchange, the TCP-fallback handshake, and the wait for the peer's own "
-            "connection after losing a simultaneous connect; a peer that misses it is "
-            "reported and failed (100-600000)",
+            "exchange, the TCP-fallback handshake (an incoming MPA Request or HELLO "
+            "included), an accepted peer's first message that proves the job's key, and "
+            "the wait for the peer's own connection after losing a simultaneous connect; "
+            "a peer that misses it is reported and failed, a connection that misses it "
+            "closed (100-600000)",
             &c->connect_timeout, OPAL_INFO_LVL_5);
     /* every eager message: one that comes whole (or whose rest libsiwarp
      * can read behind it) is then copied once, by ob1, out of the staging

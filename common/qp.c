@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -211,6 +212,7 @@ static void swp_qp_close_fd(struct siwarp_qp *qp)
     swp_timer_cancel(&qp->close_timer);
     swp_timer_cancel(&qp->rtr_timer);
     swp_timer_cancel(&qp->verify_timer);
+    swp_timer_cancel(&qp->rx_stall_timer);
 }
 
 int siwarp_destroy_qp(struct siwarp_qp *qp)
@@ -518,18 +520,52 @@ int swp_sock_set_llp_timeout(int fd, int ms)
     return ms;
 }
 
+/* The LLP timeout, in ms (<= 0: off): conn_param.llp_timeout_ms. */
+static int swp_qp_llp_ms(const struct siwarp_qp *qp)
+{
+    return qp->cm.param.llp_timeout_ms ? qp->cm.param.llp_timeout_ms : 30000;
+}
+
 /* An accepted socket comes with its listener's options (Linux copies them
  * to the child): five syscalls a connection saved when they already say
  * what this QP wants. */
 static void swp_qp_set_llp_timeout(struct siwarp_qp *qp)
 {
-    int ms = qp->cm.param.llp_timeout_ms ? qp->cm.param.llp_timeout_ms : 30000;
+    int ms = swp_qp_llp_ms(qp);
 
     if (ms < 0)
         ms = -1;
     if (ms == qp->llp_preset_ms || (ms < 0 && qp->llp_preset_ms == 0))
         return;
     swp_sock_set_llp_timeout(qp->pl.fd, ms);
+}
+
+/* A peer that announced an FPDU (its length, or part of its payload) and
+ * stopped sending it, its TCP connection kept alive, is caught by neither
+ * keepalive nor TCP_USER_TIMEOUT.  Every half LLP timeout: an FPDU begun,
+ * no octet read since the last look and none waiting in the socket (we
+ * may be the slow one) twice in a row fails the QP. */
+static void swp_qp_rx_stall_tick(struct swp_timer *t)
+{
+    struct siwarp_qp *qp = swp_container_of(t, struct siwarp_qp, rx_stall_timer);
+    struct swp_rx *rx = &qp->rx;
+    bool inside = rx->state != SWP_RX_HDR || rx->hdr_got > 0;
+    int ms = swp_qp_llp_ms(qp), waiting = 0;
+
+    if (qp->state != SIWARP_QPS_RTS || qp->pl.fd < 0)
+        return;
+    if (inside && rx->stream_off == qp->rx_stall_off &&
+        ioctl(qp->pl.fd, FIONREAD, &waiting) == 0 && waiting == 0) {
+        if (++qp->rx_stall_looks >= 2) {
+            swp_qp_fatal(qp, 0, NULL, 0, -ETIMEDOUT,
+                         "the peer stopped inside an FPDU: nothing more of it for %d ms", ms);
+            return;
+        }
+    } else {
+        qp->rx_stall_looks = 0;
+    }
+    qp->rx_stall_off = rx->stream_off;
+    swp_timer_arm(qp->ctx, t, (uint64_t)(ms / 2), swp_qp_rx_stall_tick);
 }
 
 int swp_qp_established(struct siwarp_qp *qp)
@@ -552,6 +588,12 @@ int swp_qp_established(struct siwarp_qp *qp)
         qp->nego.mulpdu = 1024;
     swp_poll_mod(qp->ctx, &qp->pl, EPOLLIN);
     swp_qp_verify_arm(qp);
+    if (swp_qp_llp_ms(qp) > 0) {
+        qp->rx_stall_off = qp->rx.stream_off;
+        qp->rx_stall_looks = 0;
+        swp_timer_arm(qp->ctx, &qp->rx_stall_timer, (uint64_t)(swp_qp_llp_ms(qp) / 2),
+                      swp_qp_rx_stall_tick);
+    }
     swp_tx_rtr_start(qp);
     /* work posted while connecting goes out now */
     swp_tx_progress(qp);

@@ -508,6 +508,12 @@ struct siwarp_qp {
     int verify_timeout_ms;
     bool verify_pending;             /* armed, not passed yet */
     struct swp_timer verify_timer;   /* from RTS: the first Send's deadline */
+    /* a peer that stops inside an FPDU (qp.c swp_qp_rx_stall_tick): the
+     * stream offset at the last look, and looks in a row that found the
+     * FPDU unfinished with nothing more read and nothing in the socket */
+    struct swp_timer rx_stall_timer;
+    uint64_t rx_stall_off;
+    int rx_stall_looks;
 };
 
 /* qp.c: state table and the one setter */

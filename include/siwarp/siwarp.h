@@ -355,7 +355,10 @@ struct siwarp_conn_param {
     int      markers_fallback; /* initiator retries without markers if refused */
     int      timeout_ms;     /* MPA exchange timeout; 0: default 10000 */
     int      llp_timeout_ms; /* dead-peer detection once connected (TCP keepalive
-                                and TCP_USER_TIMEOUT); 0: default 30000, <0: off */
+                                and TCP_USER_TIMEOUT), and a peer that stops inside
+                                an FPDU it began, its TCP alive, is cut off after
+                                1 to 1.5 times this (-ETIMEDOUT); 0: default
+                                30000, <0: off */
     const void *private_data;
     uint16_t private_data_len;
     /* RFC 7306 (atomics, Immediate Data) with a siwarp peer.  Initiator:
