@@ -471,6 +471,13 @@ void swp_qp_llp_closed(struct siwarp_qp *qp, int err, bool clean)
 
     if (qp->state == SIWARP_QPS_ERROR)
         return;
+    /* A write of ours that reached the socket of a peer that had closed in
+     * order draws a reset from its kernel; Linux reports that reset, in
+     * CLOSE_WAIT (our end had the peer's FIN), as EPIPE, and a reset out of
+     * the blue as ECONNRESET.  The first is the peer's close: said so,
+     * clean at an FPDU boundary, not "connection reset by peer". */
+    if (!clean && err == -EPIPE)
+        clean = qp->rx.state == SWP_RX_HDR && qp->rx.hdr_got == 0 && qp->rx.marker_got == 0;
     /* A peer that closes while our work is in flight (sent but not done, or
      * a Read unanswered) failed that work at the lower layer, however
      * cleanly the stream ended; only an idle connection closes cleanly. */
