@@ -64,6 +64,7 @@ struct rp {
     struct siwarp_pd *pd;
     struct siwarp_cq *cq;
     struct siwarp_qp *qp;
+    struct siwarp_listener *l;       /* server */
     struct siwarp_mr *recv_mr, *rdma_mr, *start_mr;
     struct rping_rdma_info recv_buf;
     char *rdma_buf, *start_buf;
@@ -234,6 +235,31 @@ static int setup(struct rp *r)
     return 0;
 }
 
+/* Release everything setup and the run created, in reverse order, on
+ * every path (LeakSanitizer: nothing left at exit). */
+static void teardown(struct rp *r)
+{
+    if (r->qp)
+        siwarp_destroy_qp(r->qp);
+    if (r->l)
+        siwarp_listener_destroy(r->l);
+    if (r->start_mr)
+        siwarp_dereg_mr(r->start_mr);
+    if (r->rdma_mr)
+        siwarp_dereg_mr(r->rdma_mr);
+    if (r->recv_mr)
+        siwarp_dereg_mr(r->recv_mr);
+    free(r->start_buf);
+    free(r->rdma_buf);
+    if (r->cq)
+        siwarp_destroy_cq(r->cq);
+    if (r->pd)
+        siwarp_dealloc_pd(r->pd);
+    if (r->ctx)
+        siwarp_ctx_destroy(r->ctx);
+    memset(r, 0, sizeof(*r));
+}
+
 static int resolve(const struct opts *o, struct sockaddr_storage *ss, socklen_t *sl)
 {
     struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV }, *res;
@@ -332,25 +358,26 @@ static int run_client(struct rp *r, const struct sockaddr *sa, socklen_t sl)
 static int run_server(struct rp *r, const struct sockaddr *sa, socklen_t sl)
 {
     struct opts *o = r->o;
-    struct siwarp_listener *l;
     struct siwarp_conn_req *req;
     struct siwarp_conn_param asked;
     struct siwarp_wc wc;
     int rc, pings = 0;
 
-    if ((rc = siwarp_listen(r->ctx, sa, sl, &o->cp, &l)))
+    if ((rc = siwarp_listen(r->ctx, sa, sl, &o->cp, &r->l)))
         return fail(r, "listen: %s", strerror(-rc));
     printf("siwarp-rping: listening\n");
     fflush(stdout);
-    if ((rc = siwarp_get_conn_request_wait(l, o->timeout_s * 1000, &req)))
+    if ((rc = siwarp_get_conn_request_wait(r->l, o->timeout_s * 1000, &req)))
         return fail(r, "no connection request: %s", strerror(-rc));
     r->t0 = now_ms();
     siwarp_conn_req_param(req, &asked, NULL);
     printf("siwarp-rping: request rev=%d crc=%d markers=%d p2p=%d rtr_offered=0x%x ird=%u ord=%u "
            "pd_len=%u\n", asked.mpa_rev, asked.crc, asked.markers, asked.p2p, asked.rtr,
            asked.ird, asked.ord, asked.private_data_len);
-    if ((rc = post_recv(r)))
+    if ((rc = post_recv(r))) {
+        siwarp_reject(req, NULL, 0);
         return fail(r, "post_recv: %s", strerror(-rc));
+    }
     if ((rc = siwarp_accept(req, r->qp, &o->cp)))
         return fail(r, "accept: %s", strerror(-rc));
     for (;;) {
@@ -419,7 +446,6 @@ static int run_server(struct rp *r, const struct sockaddr *sa, socklen_t sl)
         return fail(r, "client disconnected after %d pings, expected %d", pings, o->count);
     printf("siwarp-rping: OK server %d pings in %llu ms\n", pings,
            (unsigned long long)(now_ms() - r->t0));
-    siwarp_listener_destroy(l);
     return 0;
 }
 
@@ -539,9 +565,10 @@ int main(int argc, char **argv)
         return 2;
     rc = setup(&r);
     if (rc)
-        return fail(&r, "setup: %s", strerror(-rc));
-    rc = o.server ? run_server(&r, (struct sockaddr *)&ss, sl)
-                  : run_client(&r, (struct sockaddr *)&ss, sl);
-    /* the QP, MRs and context go with the process */
+        rc = fail(&r, "setup: %s", strerror(-rc));
+    else
+        rc = o.server ? run_server(&r, (struct sockaddr *)&ss, sl)
+                      : run_client(&r, (struct sockaddr *)&ss, sl);
+    teardown(&r);
     return rc ? 1 : 0;
 }
