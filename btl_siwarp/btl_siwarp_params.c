@@ -199,7 +199,7 @@ int mca_btl_siwarp_params_register(void)
     reg_int("llp_timeout", "Milliseconds after which a connection whose peer stopped answering "
             "(dead node, link down) is declared lost: TCP keepalive and TCP_USER_TIMEOUT; "
             "a peer that stops inside an iWARP FPDU or a fallback frame it began, its TCP "
-            "connection alive, is cut off after 1 to 1.5 times this (1000-600000)",
+            "connection alive, is cut off after this (looked at during progress) (1000-600000)",
             &c->llp_timeout, OPAL_INFO_LVL_4);
     c->big_fpdu = -1;
     reg_int("big_fpdu", "Largest FPDU payload toward a peer that is siwarp too, agreed in "

@@ -398,6 +398,9 @@ static int swp_progress_pass(struct siwarp_ctx *ctx, int timeout_ms, bool direct
     handled = swp_dispatch(ev, n);
     if (!swp_list_empty(&ctx->timers))
         handled += swp_timers_run(ctx);
+    /* peers stalled inside an FPDU: every 64th pass, or a waiting one */
+    if (timeout_ms != 0 || (ctx->epoch & 63) == 0)
+        swp_qp_stall_sweep(ctx);
     if (ctx->idle_wait_ns)
         swp_idle_note(ctx, handled > 0);
     return handled;

@@ -212,7 +212,6 @@ static void swp_qp_close_fd(struct siwarp_qp *qp)
     swp_timer_cancel(&qp->close_timer);
     swp_timer_cancel(&qp->rtr_timer);
     swp_timer_cancel(&qp->verify_timer);
-    swp_timer_cancel(&qp->rx_stall_timer);
 }
 
 int siwarp_destroy_qp(struct siwarp_qp *qp)
@@ -549,30 +548,35 @@ static void swp_qp_set_llp_timeout(struct siwarp_qp *qp)
 
 /* A peer that announced an FPDU (its length, or part of its payload) and
  * stopped sending it, its TCP connection kept alive, is caught by neither
- * keepalive nor TCP_USER_TIMEOUT.  Every half LLP timeout: an FPDU begun,
- * no octet read since the last look and none waiting in the socket (we
- * may be the slow one) twice in a row fails the QP. */
-static void swp_qp_rx_stall_tick(struct swp_timer *t)
+ * keepalive nor TCP_USER_TIMEOUT.  Progress sweeps the QPs every
+ * SWP_STALL_SWEEP_MS (no timer stays armed: an armed timer takes the busy
+ * poll off its fast path): one inside an FPDU that read nothing more of it
+ * for the LLP timeout, with nothing waiting in the socket (else we are the
+ * slow one), fails with -ETIMEDOUT. */
+void swp_qp_stall_sweep(struct siwarp_ctx *ctx)
 {
-    struct siwarp_qp *qp = swp_container_of(t, struct siwarp_qp, rx_stall_timer);
-    struct swp_rx *rx = &qp->rx;
-    bool inside = rx->state != SWP_RX_HDR || rx->hdr_got > 0;
-    int ms = swp_qp_llp_ms(qp), waiting = 0;
+    uint64_t now = swp_now_ns();
 
-    if (qp->state != SIWARP_QPS_RTS || qp->pl.fd < 0)
+    if (now < ctx->stall_next_ns)
         return;
-    if (inside && rx->stream_off == qp->rx_stall_off &&
-        ioctl(qp->pl.fd, FIONREAD, &waiting) == 0 && waiting == 0) {
-        if (++qp->rx_stall_looks >= 2) {
+    ctx->stall_next_ns = now + SWP_STALL_SWEEP_MS * 1000000ull;
+    for (struct swp_list *l = ctx->qps.next; l != &ctx->qps; l = l->next) {
+        struct siwarp_qp *qp = swp_container_of(l, struct siwarp_qp, link);
+        struct swp_rx *rx = &qp->rx;
+        int ms = swp_qp_llp_ms(qp), waiting = 0;
+
+        if (qp->state != SIWARP_QPS_RTS || qp->pl.fd < 0 || ms <= 0)
+            continue;
+        if (!(rx->state != SWP_RX_HDR || rx->hdr_got > 0) || rx->stream_off != qp->rx_stall_off) {
+            qp->rx_stall_off = rx->stream_off;
+            qp->rx_stall_since_ns = now;
+            continue;
+        }
+        if (now - qp->rx_stall_since_ns >= (uint64_t)ms * 1000000ull &&
+            ioctl(qp->pl.fd, FIONREAD, &waiting) == 0 && waiting == 0)
             swp_qp_fatal(qp, 0, NULL, 0, -ETIMEDOUT,
                          "the peer stopped inside an FPDU: nothing more of it for %d ms", ms);
-            return;
-        }
-    } else {
-        qp->rx_stall_looks = 0;
     }
-    qp->rx_stall_off = rx->stream_off;
-    swp_timer_arm(qp->ctx, t, (uint64_t)(ms / 2), swp_qp_rx_stall_tick);
 }
 
 int swp_qp_established(struct siwarp_qp *qp)
@@ -595,12 +599,6 @@ int swp_qp_established(struct siwarp_qp *qp)
         qp->nego.mulpdu = 1024;
     swp_poll_mod(qp->ctx, &qp->pl, EPOLLIN);
     swp_qp_verify_arm(qp);
-    if (swp_qp_llp_ms(qp) > 0) {
-        qp->rx_stall_off = qp->rx.stream_off;
-        qp->rx_stall_looks = 0;
-        swp_timer_arm(qp->ctx, &qp->rx_stall_timer, (uint64_t)(swp_qp_llp_ms(qp) / 2),
-                      swp_qp_rx_stall_tick);
-    }
     swp_tx_rtr_start(qp);
     /* work posted while connecting goes out now */
     swp_tx_progress(qp);

@@ -508,12 +508,11 @@ struct siwarp_qp {
     int verify_timeout_ms;
     bool verify_pending;             /* armed, not passed yet */
     struct swp_timer verify_timer;   /* from RTS: the first Send's deadline */
-    /* a peer that stops inside an FPDU (qp.c swp_qp_rx_stall_tick): the
-     * stream offset at the last look, and looks in a row that found the
-     * FPDU unfinished with nothing more read and nothing in the socket */
-    struct swp_timer rx_stall_timer;
+    /* a peer that stops inside an FPDU (qp.c swp_qp_stall_sweep): the
+     * stream offset at the last sweep, and since when it stands inside an
+     * FPDU without moving */
     uint64_t rx_stall_off;
-    int rx_stall_looks;
+    uint64_t rx_stall_since_ns;
 };
 
 /* qp.c: state table and the one setter */
@@ -616,6 +615,10 @@ uint64_t swp_atomic_exec(uint64_t *t, unsigned op, uint64_t data, uint64_t data_
 uint32_t swp_rx_verify_hdr(struct siwarp_qp *qp);
 /* qp.c: RTS reached with a verification pending: arm its deadline */
 void swp_qp_verify_arm(struct siwarp_qp *qp);
+/* qp.c: fail the QPs whose peer stopped inside an FPDU for their LLP
+ * timeout; looks at most every SWP_STALL_SWEEP_MS (progress.c calls it) */
+#define SWP_STALL_SWEEP_MS 50
+void swp_qp_stall_sweep(struct siwarp_ctx *ctx);
 
 /* Is the segment being received the peer-to-peer RTR of this type (RFC
  * 6581 6: a zero-length message of the negotiated kind, while one is due)? */
@@ -737,6 +740,7 @@ struct siwarp_ctx {
      * a transfer is in flight, then sleep up to wait_ns (0: never) */
     uint64_t idle_spin_ns, idle_wait_ns;
     uint64_t idle_since_ns;              /* first idle poll of this run, 0: busy */
+    uint64_t stall_next_ns;              /* next swp_qp_stall_sweep */
     uint64_t idle_sleeps;                /* times it slept (tests, tuning) */
     char tcp_cc[SWP_TCP_CC_MAX];         /* tcp_cc.c: congestion controls to ask for */
 };

@@ -357,8 +357,8 @@ struct siwarp_conn_param {
     int      llp_timeout_ms; /* dead-peer detection once connected (TCP keepalive
                                 and TCP_USER_TIMEOUT), and a peer that stops inside
                                 an FPDU it began, its TCP alive, is cut off after
-                                1 to 1.5 times this (-ETIMEDOUT); 0: default
-                                30000, <0: off */
+                                this (-ETIMEDOUT; looked at every 50 ms of progress,
+                                at least every 64th call); 0: default 30000, <0: off */
     const void *private_data;
     uint16_t private_data_len;
     /* RFC 7306 (atomics, Immediate Data) with a siwarp peer.  Initiator:

@@ -352,7 +352,7 @@ fi
 # SIWARP_BTL_TEST_STALL_FRAME (a test hook in btl_siwarp_fallback.c) makes
 # rank 1 write its first large fallback DATA frame only half and then
 # nothing, its connection open.  Rank 0 must cut it off after
-# btl_siwarp_llp_timeout (1 s here, the check runs at most 1.5 s late)
+# btl_siwarp_llp_timeout (1 s here)
 # with a message that says so; the job then ends.  (The iWARP FPDU case:
 # test/unit/test_rx_errors, stall_*.)
 if section hostile; then
