@@ -551,21 +551,22 @@ static void swp_qp_set_llp_timeout(struct siwarp_qp *qp)
  * keepalive nor TCP_USER_TIMEOUT.  Progress sweeps the QPs every
  * SWP_STALL_SWEEP_MS (no timer stays armed: an armed timer takes the busy
  * poll off its fast path): one inside an FPDU that read nothing more of it
- * for the LLP timeout, with nothing waiting in the socket (else we are the
- * slow one), fails with -ETIMEDOUT. */
+ * for siwarp_ctx_set_rx_stall's time, with nothing waiting in the socket
+ * (else we are the slow one), fails with -ETIMEDOUT. */
 void swp_qp_stall_sweep(struct siwarp_ctx *ctx)
 {
     uint64_t now = swp_now_ns();
+    int ms = ctx->rx_stall_ms ? ctx->rx_stall_ms : SWP_RX_STALL_DEFAULT_MS;
 
-    if (now < ctx->stall_next_ns)
+    if (now < ctx->stall_next_ns || ms < 0)
         return;
     ctx->stall_next_ns = now + SWP_STALL_SWEEP_MS * 1000000ull;
     for (struct swp_list *l = ctx->qps.next; l != &ctx->qps; l = l->next) {
         struct siwarp_qp *qp = swp_container_of(l, struct siwarp_qp, link);
         struct swp_rx *rx = &qp->rx;
-        int ms = swp_qp_llp_ms(qp), waiting = 0;
+        int waiting = 0;
 
-        if (qp->state != SIWARP_QPS_RTS || qp->pl.fd < 0 || ms <= 0)
+        if (qp->state != SIWARP_QPS_RTS || qp->pl.fd < 0)
             continue;
         if (!(rx->state != SWP_RX_HDR || rx->hdr_got > 0) || rx->stream_off != qp->rx_stall_off) {
             qp->rx_stall_off = rx->stream_off;
@@ -577,6 +578,18 @@ void swp_qp_stall_sweep(struct siwarp_ctx *ctx)
             swp_qp_fatal(qp, 0, NULL, 0, -ETIMEDOUT,
                          "the peer stopped inside an FPDU: nothing more of it for %d ms", ms);
     }
+}
+
+int siwarp_ctx_set_rx_stall(struct siwarp_ctx *ctx, int ms)
+{
+    if (!ctx || ms > 3600000)
+        return -EINVAL;
+    if (ctx->hw)
+        return -EOPNOTSUPP;
+    swp_lock(ctx);
+    ctx->rx_stall_ms = ms < 0 ? -1 : ms;
+    swp_unlock(ctx);
+    return 0;
 }
 
 int swp_qp_established(struct siwarp_qp *qp)

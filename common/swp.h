@@ -615,9 +615,11 @@ uint64_t swp_atomic_exec(uint64_t *t, unsigned op, uint64_t data, uint64_t data_
 uint32_t swp_rx_verify_hdr(struct siwarp_qp *qp);
 /* qp.c: RTS reached with a verification pending: arm its deadline */
 void swp_qp_verify_arm(struct siwarp_qp *qp);
-/* qp.c: fail the QPs whose peer stopped inside an FPDU for their LLP
- * timeout; looks at most every SWP_STALL_SWEEP_MS (progress.c calls it) */
+/* qp.c: fail the QPs whose peer stopped inside an FPDU for
+ * ctx->rx_stall_ms; looks at most every SWP_STALL_SWEEP_MS (progress.c
+ * calls it) */
 #define SWP_STALL_SWEEP_MS 50
+#define SWP_RX_STALL_DEFAULT_MS 300000
 void swp_qp_stall_sweep(struct siwarp_ctx *ctx);
 
 /* Is the segment being received the peer-to-peer RTR of this type (RFC
@@ -741,6 +743,7 @@ struct siwarp_ctx {
     uint64_t idle_spin_ns, idle_wait_ns;
     uint64_t idle_since_ns;              /* first idle poll of this run, 0: busy */
     uint64_t stall_next_ns;              /* next swp_qp_stall_sweep */
+    int rx_stall_ms;                     /* siwarp_ctx_set_rx_stall; <0: off */
     uint64_t idle_sleeps;                /* times it slept (tests, tuning) */
     char tcp_cc[SWP_TCP_CC_MAX];         /* tcp_cc.c: congestion controls to ask for */
 };

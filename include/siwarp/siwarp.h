@@ -74,6 +74,16 @@ int  siwarp_ctx_set_single_thread(struct siwarp_ctx *ctx, bool on);
  * transfers and still spins for small messages.  wait_us 0 (the default)
  * turns it off; at most 60 s.  Software backend only; 0 or -EINVAL. */
 int  siwarp_ctx_set_idle_wait(struct siwarp_ctx *ctx, uint32_t spin_us, uint32_t wait_us);
+/* A peer that stops inside an FPDU it began (its length or part of its
+ * payload sent, the rest never, its TCP connection kept alive: keepalive
+ * and TCP_USER_TIMEOUT cannot see it) fails its QP with -ETIMEDOUT once
+ * nothing more of the FPDU came for ms and nothing waits in the socket.
+ * Looked at every 50 ms of progress (at least every 64th call).  Also a
+ * legitimate peer that does not progress (a sender computing with half an
+ * FPDU in user space) looks so: keep it well above the longest such
+ * pause.  0: the default, 300000; <0: off; at most 3600000.  0, -EINVAL,
+ * or -EOPNOTSUPP on a verbs device (the RNIC's own timers rule there). */
+int  siwarp_ctx_set_rx_stall(struct siwarp_ctx *ctx, int ms);
 /* TCP congestion control for the context's connections from now on: a
  * comma-separated list ("reno,cubic"), tried in order on each socket; the
  * first the kernel takes wins, and if it takes none (a name it lacks, or
@@ -355,10 +365,9 @@ struct siwarp_conn_param {
     int      markers_fallback; /* initiator retries without markers if refused */
     int      timeout_ms;     /* MPA exchange timeout; 0: default 10000 */
     int      llp_timeout_ms; /* dead-peer detection once connected (TCP keepalive
-                                and TCP_USER_TIMEOUT), and a peer that stops inside
-                                an FPDU it began, its TCP alive, is cut off after
-                                this (-ETIMEDOUT; looked at every 50 ms of progress,
-                                at least every 64th call); 0: default 30000, <0: off */
+                                and TCP_USER_TIMEOUT); 0: default 30000, <0: off
+                                (a live peer that stops inside an FPDU:
+                                siwarp_ctx_set_rx_stall) */
     const void *private_data;
     uint16_t private_data_len;
     /* RFC 7306 (atomics, Immediate Data) with a siwarp peer.  Initiator:
