@@ -257,6 +257,8 @@ typedef struct mca_btl_siwarp_component_t {
     int   ird_ord;
     int   connect_timeout;   /* ms */
     int   llp_timeout;       /* ms, dead-link detection (0: library default) */
+    int   stall_timeout;     /* ms: a connected peer stopped inside an FPDU or frame,
+                                or an accepted one that owes its first message */
     int   big_fpdu;          /* larger FPDUs between siwarp peers (0: off) */
     int   progress_thread;
     int   fallback;          /* enum mca_btl_siwarp_fallback */

@@ -282,6 +282,10 @@ int mca_btl_siwarp_auth_verify_qp(void *arg, struct siwarp_qp *qp, const void *d
                                  "its first message did not prove the job's key");
         return -1;
     }
+    /* inside libsiwarp's progress: no call into it here; the module's
+     * progress posts what waited for this (RDMA Reads) */
+    ep->auth_kick = 1;
+    mca_btl_siwarp_ep_activate(ep);
     return 0;
 }
 

@@ -358,6 +358,7 @@ static int module_init(mca_btl_siwarp_module_t *m)
         m->inplace = 1;
         (void) siwarp_ctx_set_idle_wait(m->ctx, (uint32_t) c->idle_spin_us,
                                         (uint32_t) c->idle_wait_us);
+        (void) siwarp_ctx_set_rx_stall(m->ctx, c->stall_timeout);
         (void) siwarp_ctx_set_tcp_congestion(m->ctx, c->tcp_congestion ? c->tcp_congestion : "");
         m->super.btl_flags |= MCA_BTL_FLAGS_SEND_INPLACE;
     }
@@ -559,6 +560,10 @@ int mca_btl_siwarp_progress_module(mca_btl_siwarp_module_t *m)
             if (MCA_BTL_SIWARP_EP_CONNECTING == e->state) {
                 count += mca_btl_siwarp_ep_progress_connect(e);
                 m->connecting |= MCA_BTL_SIWARP_EP_CONNECTING == e->state;
+            }
+            if (e->auth_kick) {
+                e->auth_kick = 0;
+                mca_btl_siwarp_ep_progress_pending(e);
             }
             if (MCA_BTL_SIWARP_EP_CONNECTED == e->state &&
                 MCA_BTL_SIWARP_TR_TCP == e->transport) {

@@ -78,8 +78,14 @@ static int iwarp_post(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag
             wr.send_flags |= SIWARP_SEND_UNREGISTERED;
         }
         break;
-    case MCA_BTL_SIWARP_FRAG_PUT:
     case MCA_BTL_SIWARP_FRAG_GET:
+        if (ep->qp_accepted && !ep->auth_ok) {
+            /* its response would be placed before the peer's first Send
+             * proved the key, which the QP refuses (auth_verify_qp kicks) */
+            return OPAL_ERR_RESOURCE_BUSY;
+        }
+        /* fall through */
+    case MCA_BTL_SIWARP_FRAG_PUT:
         sge.addr = frag->local_address;
         sge.length = (uint32_t) frag->rdma_size;
         sge.lkey = frag->local_stag;

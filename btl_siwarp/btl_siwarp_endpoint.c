@@ -60,7 +60,7 @@ static void ep_construct(mca_btl_siwarp_endpoint_t *ep)
     ep->rx_bytes = ep->rx_stall_bytes = ep->rx_stall_since = 0;
     memset(ep->auth_key, 0, sizeof(ep->auth_key));
     ep->auth_out_attempt = ep->auth_in_attempt = 0;
-    ep->auth_ok = ep->auth_peer_gates = 0;
+    ep->auth_ok = ep->auth_peer_gates = ep->auth_kick = 0;
 }
 
 static void ep_destruct(mca_btl_siwarp_endpoint_t *ep)
@@ -529,9 +529,6 @@ int mca_btl_siwarp_ep_progress_connect(mca_btl_siwarp_endpoint_t *ep)
                 return 1;
             }
             pd.rq_depth = (uint16_t) ep->peer_rq;
-        }
-        if (ep->qp_accepted && !ep->auth_ok) {
-            return 0;       /* until the peer's first Send proved the key */
         }
         if (!ep->qp_accepted) {
             if (OPAL_SUCCESS != mca_btl_siwarp_auth_check_reply(ep, &wire)) {

@@ -131,7 +131,7 @@ void mca_btl_siwarp_ep_handle_conn_req(mca_btl_siwarp_module_t *m, struct siwarp
          * key (btl_siwarp_auth.c); a verbs device cannot hold it back */
         rc = siwarp_qp_verify_first_send(ep->qp, mca_btl_siwarp_auth_verify_qp, NULL,
                                          sizeof(mca_btl_siwarp_auth_t),
-                                         mca_btl_siwarp_component.connect_timeout);
+                                         mca_btl_siwarp_component.stall_timeout);
         if (-EOPNOTSUPP == rc) {
             BTL_VERBOSE(("%s: a verbs device takes no first-Send check: the request's "
                          "proof alone admits it", OPAL_NAME_PRINT(name)));
@@ -162,6 +162,8 @@ void mca_btl_siwarp_ep_handle_conn_req(mca_btl_siwarp_module_t *m, struct siwarp
     ep->qp_accepted = 1;
     mca_btl_siwarp_ep_activate(ep);
     /* peer's rq_depth is in its request; RTS is noticed by progress_connect,
-     * which reads the same private data back through siwarp_query_qp, and
-     * the connection is up once the peer's first Send proved the key */
+     * which reads the same private data back through siwarp_query_qp.  The
+     * connection is up then: we may send, and the QP takes nothing of the
+     * peer's before its first Send proved the key (our RDMA Reads wait for
+     * that too: their responses would be placed) */
 }

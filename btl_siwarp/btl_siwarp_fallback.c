@@ -219,43 +219,42 @@ static int hs_read(mca_btl_siwarp_endpoint_t *ep, int op, size_t len)
     return rc;
 }
 
-/* An accepted connection whose AUTH frame failed, or never came: closed,
- * nothing of it taken.  As an accepted iWARP QP that ends before use, we
- * connect ourselves if anything waits for the peer. */
+/* An accepted connection whose AUTH frame failed, or never came within
+ * btl_siwarp_stall_timeout: nothing of it was taken; it fails as any
+ * connection lost (the request had proved the key: no stranger gets here). */
 static void auth_failed(mca_btl_siwarp_endpoint_t *ep, const char *why)
 {
     mca_btl_siwarp_auth_warn((const struct sockaddr *) &ep->auth_from, why);
     ep->tcp_auth_wait = 0;
-    close(ep->fd);
-    ep->fd = -1;
-    ep->tcp_connected = 0;
-    mca_btl_siwarp_tcp_rx_reset(ep);
-    ep->transport = MCA_BTL_SIWARP_TR_NONE;
-    mca_btl_siwarp_ep_set_state(ep, MCA_BTL_SIWARP_EP_CLOSED);
-    if (!opal_list_is_empty(&ep->pending)) {
-        (void) mca_btl_siwarp_ep_start_connect(ep);
-    }
+    mca_btl_siwarp_ep_fail(ep, why, 2);
 }
 
-/* Acceptor: the initiator's AUTH frame, its first, before anything else. */
+/* Acceptor: the initiator's AUTH frame, its first, read before any other
+ * (we may send meanwhile: a GET_REQ's answer comes behind the AUTH).
+ * 1 once it is in and right, 0 for later, -1 when it failed. */
 static int auth_progress(mca_btl_siwarp_endpoint_t *ep)
 {
-    int rc = hs_read(ep, MCA_BTL_SIWARP_TCP_AUTH, sizeof(mca_btl_siwarp_auth_t));
+    int rc;
 
+    if (mca_btl_siwarp_now_ms() >= ep->deadline_ms) {
+        auth_failed(ep, "its proof of the job's key did not come within "
+                        "btl_siwarp_stall_timeout");
+        return -1;
+    }
+    rc = hs_read(ep, MCA_BTL_SIWARP_TCP_AUTH, sizeof(mca_btl_siwarp_auth_t));
     if (rc < 0 || 2 == rc) {
         auth_failed(ep, rc < 0 ? "it closed the connection before its proof"
                                : "its first frame was not the proof of the job's key");
-        return 1;
+        return -1;
     }
     if (0 == rc) {
         return 0;
     }
     if (OPAL_SUCCESS != mca_btl_siwarp_auth_check_fin(ep, ep->rx_hs, sizeof(mca_btl_siwarp_auth_t))) {
         auth_failed(ep, "its first frame did not prove the job's key");
-        return 1;
+        return -1;
     }
     ep->tcp_auth_wait = 0;
-    mca_btl_siwarp_ep_connected(ep, MCA_BTL_SIWARP_TR_TCP, ep->peer_rq);
     return 1;
 }
 
@@ -268,19 +267,12 @@ int mca_btl_siwarp_tcp_progress_connect(mca_btl_siwarp_endpoint_t *ep)
     if (ep->fd < 0) {
         return 0;       /* awaiting the peer's connection */
     }
-    if (mca_btl_siwarp_now_ms() >= ep->deadline_ms && ep->tcp_auth_wait) {
-        auth_failed(ep, "its proof did not come within btl_siwarp_connect_timeout");
-        return 1;
-    }
     if (mca_btl_siwarp_now_ms() >= ep->deadline_ms) {
         char why[96];
         snprintf(why, sizeof(why), "no TCP handshake within %d ms (btl_siwarp_connect_timeout)",
                  mca_btl_siwarp_component.connect_timeout);
         mca_btl_siwarp_ep_fail(ep, why, 1);
         return 1;
-    }
-    if (ep->tcp_auth_wait) {
-        return auth_progress(ep);
     }
     if (!ep->tcp_connected) {
         struct pollfd pfd = {.fd = ep->fd, .events = POLLOUT};
@@ -352,8 +344,8 @@ int mca_btl_siwarp_tcp_progress_connect(mca_btl_siwarp_endpoint_t *ep)
 /* ---- accept (acceptor) ------------------------------------------------------- */
 
 /* An accepted connection whose HELLO is all in: check its proof, answer
- * it, and with OK hand the socket to the endpoint, which reads the AUTH
- * frame before anything else.  A HELLO that proves nothing is closed
+ * it, and with OK hand the socket to the endpoint, connected, which reads
+ * the AUTH frame before anything else.  A HELLO that proves nothing is closed
  * unanswered: one hash spent, a warning naming the source. */
 static void accept_hello(mca_btl_siwarp_module_t *m, int fd, const uint8_t *buf,
                          const struct sockaddr_storage *from)
@@ -407,10 +399,12 @@ static void accept_hello(mca_btl_siwarp_module_t *m, int fd, const uint8_t *buf,
     ep->auth_ok = 0;
     ep->auth_from = *from;
     ep->peer_rq = pd.rq_depth;
-    ep->deadline_ms = mca_btl_siwarp_now_ms() + (uint64_t) mca_btl_siwarp_component.connect_timeout;
+    ep->deadline_ms = mca_btl_siwarp_now_ms() + (uint64_t) mca_btl_siwarp_component.stall_timeout;
     mca_btl_siwarp_tcp_rx_reset(ep);
     mca_btl_siwarp_ep_activate(ep);
-    (void) auth_progress(ep);       /* it may be here already */
+    /* up at once, as an accepted iWARP QP: we may send; what the peer sends
+     * is read only behind its AUTH frame (mca_btl_siwarp_tcp_progress) */
+    mca_btl_siwarp_ep_connected(ep, MCA_BTL_SIWARP_TR_TCP, pd.rq_depth);
 }
 
 /* Take every waiting connection; their HELLOs are read by
@@ -739,7 +733,7 @@ void mca_btl_siwarp_tcp_flush_held(mca_btl_siwarp_module_t *m)
 
 /* A peer that began a frame and stopped sending it, its TCP connection
  * alive (keepalive cannot tell), is cut off once nothing more of it came
- * for btl_siwarp_llp_timeout and nothing waits in the socket (we may be
+ * for btl_siwarp_stall_timeout and nothing waits in the socket (we may be
  * the slow one).  Looked at every 64th progress call. */
 static int rx_stalled(mca_btl_siwarp_endpoint_t *ep)
 {
@@ -751,7 +745,7 @@ static int rx_stalled(mca_btl_siwarp_endpoint_t *ep)
         ep->rx_stall_since = now;
         return 0;
     }
-    return now - ep->rx_stall_since >= (uint64_t) mca_btl_siwarp_component.llp_timeout &&
+    return now - ep->rx_stall_since >= (uint64_t) mca_btl_siwarp_component.stall_timeout &&
            0 == ioctl(ep->fd, FIONREAD, &waiting) && 0 == waiting;
 }
 
@@ -760,10 +754,17 @@ int mca_btl_siwarp_tcp_progress(mca_btl_siwarp_endpoint_t *ep)
     if (ep->fd < 0 || MCA_BTL_SIWARP_EP_CONNECTED != ep->state) {
         return 0;
     }
+    if (ep->tcp_auth_wait && 1 != auth_progress(ep)) {
+        /* nothing of the peer's is read before its proof; ours may go */
+        if (MCA_BTL_SIWARP_EP_CONNECTED == ep->state && tx_flush(ep) < 0) {
+            mca_btl_siwarp_ep_fail(ep, strerror(errno), 2);
+        }
+        return 0;
+    }
     if (0 == (ep->module->polls & 63) && rx_stalled(ep)) {
         char why[128];
         snprintf(why, sizeof(why), "the peer stopped inside a frame: nothing more of it for "
-                 "%d ms (btl_siwarp_llp_timeout)", mca_btl_siwarp_component.llp_timeout);
+                 "%d ms (btl_siwarp_stall_timeout)", mca_btl_siwarp_component.stall_timeout);
         mca_btl_siwarp_ep_fail(ep, why, 2);
         return 0;
     }

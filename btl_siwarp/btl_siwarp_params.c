@@ -197,10 +197,17 @@ int mca_btl_siwarp_params_register(void)
             "(1-1024)", &c->ird_ord, OPAL_INFO_LVL_5);
     c->llp_timeout = 30000;
     reg_int("llp_timeout", "Milliseconds after which a connection whose peer stopped answering "
-            "(dead node, link down) is declared lost: TCP keepalive and TCP_USER_TIMEOUT; "
-            "a peer that stops inside an iWARP FPDU or a fallback frame it began, its TCP "
-            "connection alive, is cut off after this (looked at during progress) (1000-600000)",
+            "(dead node, link down) is declared lost: TCP keepalive and TCP_USER_TIMEOUT "
+            "(1000-600000)",
             &c->llp_timeout, OPAL_INFO_LVL_4);
+    c->stall_timeout = 300000;
+    reg_int("stall_timeout", "Milliseconds after which a connected peer that stopped inside an "
+            "iWARP FPDU or a fallback frame it began (its TCP connection alive: "
+            "btl_siwarp_llp_timeout cannot see it), or an accepted one that still owes the "
+            "first message proving the job's key, is cut off with a message.  A peer that "
+            "merely computes outside MPI with a transfer half written looks the same: keep "
+            "it above the application's longest pause between MPI calls (1000-3600000)",
+            &c->stall_timeout, OPAL_INFO_LVL_4);
     c->big_fpdu = -1;
     reg_int("big_fpdu", "Largest FPDU payload toward a peer that is siwarp too, agreed in "
             "the MPA exchange (-1: auto, 65535 toward peers whose modex says they run "
@@ -210,10 +217,9 @@ int mca_btl_siwarp_params_register(void)
     c->connect_timeout = 10000;
     reg_int("connect_timeout", "Milliseconds allowed for each connection step: the MPA "
             "exchange, the TCP-fallback handshake (an incoming MPA Request or HELLO "
-            "included), an accepted peer's first message that proves the job's key, and "
-            "the wait for the peer's own connection after losing a simultaneous connect; "
-            "a peer that misses it is reported and failed, a connection that misses it "
-            "closed (100-600000)",
+            "included), and the wait for the peer's own connection after losing a "
+            "simultaneous connect; a peer that misses it is reported and failed, an incoming "
+            "connection that misses it closed (100-600000)",
             &c->connect_timeout, OPAL_INFO_LVL_5);
     /* every eager message: one that comes whole (or whose rest libsiwarp
      * can read behind it) is then copied once, by ob1, out of the staging
@@ -394,6 +400,9 @@ int mca_btl_siwarp_params_verify(void)
     }
     if (c->llp_timeout < 1000 || c->llp_timeout > 600000) {
         return bad("btl_siwarp_llp_timeout", c->llp_timeout, "1000 to 600000");
+    }
+    if (c->stall_timeout < 1000 || c->stall_timeout > 3600000) {
+        return bad("btl_siwarp_stall_timeout", c->stall_timeout, "1000 to 3600000");
     }
     if (c->big_fpdu != 0 && c->big_fpdu != -1 && (c->big_fpdu < 2048 || c->big_fpdu > 65535)) {
         return bad("btl_siwarp_big_fpdu", c->big_fpdu, "0 (off) or 2048 to 65535");

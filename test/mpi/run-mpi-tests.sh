@@ -352,20 +352,20 @@ fi
 # SIWARP_BTL_TEST_STALL_FRAME (a test hook in btl_siwarp_fallback.c) makes
 # rank 1 write its first large fallback DATA frame only half and then
 # nothing, its connection open.  Rank 0 must cut it off after
-# btl_siwarp_llp_timeout (1 s here)
+# btl_siwarp_stall_timeout (1 s here)
 # with a message that says so; the job then ends.  (The iWARP FPDU case:
 # test/unit/test_rx_errors, stall_*.)
 if section hostile; then
     log="$OUT/stall_frame.log"
     t0=$(date +%s)
-    timeout "$T" $MPIRUN --mca btl_siwarp_mpa 0 --mca btl_siwarp_llp_timeout 1000 \
+    timeout "$T" $MPIRUN --mca btl_siwarp_mpa 0 --mca btl_siwarp_stall_timeout 1000 \
         -np 1 "$OUT/mpi_pingpong" 65536 : \
         -np 1 -x SIWARP_BTL_TEST_STALL_FRAME=1 "$OUT/mpi_pingpong" 65536 > "$log" 2>&1
     rc=$?
     el=$(( $(date +%s) - t0 ))
     if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "stopped inside a frame" "$log" &&
        [ $el -le 30 ]; then
-        ok "a fallback peer stalled inside a frame is cut off after btl_siwarp_llp_timeout (job ended in $el s)"
+        ok "a fallback peer stalled inside a frame is cut off after btl_siwarp_stall_timeout (job ended in $el s)"
     else
         not_ok "a fallback peer stalled inside a frame (exit $rc, $el s)"; diag "$log"
     fi
