@@ -265,7 +265,6 @@ int mca_btl_siwarp_auth_check_fin(mca_btl_siwarp_endpoint_t *ep, const void *dat
         !memeql_sec(a.mac, ep->auth_fin, sizeof(a.mac))) {
         return OPAL_ERR_AUTHENTICATION_FAILED;
     }
-    ep->auth_ok = 1;
     return OPAL_SUCCESS;
 }
 
@@ -282,10 +281,12 @@ int mca_btl_siwarp_auth_verify_qp(void *arg, struct siwarp_qp *qp, const void *d
                                  "its first message did not prove the job's key");
         return -1;
     }
-    /* inside libsiwarp's progress: no call into it here; the module's
-     * progress posts what waited for this (RDMA Reads) */
-    ep->auth_kick = 1;
-    mca_btl_siwarp_ep_activate(ep);
+    /* inside libsiwarp's progress, maybe in the progress thread: no call
+     * into libsiwarp, no BTL list touched; the module's progress posts
+     * what waited for this (RDMA Reads) */
+    __atomic_store_n(&ep->auth_kick, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&ep->auth_ok, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&ep->module->auth_kicked, 1, __ATOMIC_RELEASE);
     return 0;
 }
 

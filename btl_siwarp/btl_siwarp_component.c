@@ -551,6 +551,16 @@ int mca_btl_siwarp_progress_module(mca_btl_siwarp_module_t *m)
         count += mca_btl_siwarp_tcp_accept_progress(m);
     }
     m->connecting = 0;
+    if (__atomic_load_n(&m->auth_kicked, __ATOMIC_RELAXED) &&
+        __atomic_exchange_n(&m->auth_kicked, 0, __ATOMIC_ACQ_REL)) {
+        /* RDMA Reads held until a peer's proof (datapath.c iwarp_post) */
+        mca_btl_siwarp_endpoint_t *e;
+        OPAL_LIST_FOREACH(e, &m->endpoints, mca_btl_siwarp_endpoint_t) {
+            if (__atomic_exchange_n(&e->auth_kick, 0, __ATOMIC_ACQ_REL)) {
+                mca_btl_siwarp_ep_progress_pending(e);
+            }
+        }
+    }
     {
         opal_list_item_t *it = opal_list_get_first(&m->active);
         while (it != opal_list_get_end(&m->active)) {
@@ -560,10 +570,6 @@ int mca_btl_siwarp_progress_module(mca_btl_siwarp_module_t *m)
             if (MCA_BTL_SIWARP_EP_CONNECTING == e->state) {
                 count += mca_btl_siwarp_ep_progress_connect(e);
                 m->connecting |= MCA_BTL_SIWARP_EP_CONNECTING == e->state;
-            }
-            if (e->auth_kick) {
-                e->auth_kick = 0;
-                mca_btl_siwarp_ep_progress_pending(e);
             }
             if (MCA_BTL_SIWARP_EP_CONNECTED == e->state &&
                 MCA_BTL_SIWARP_TR_TCP == e->transport) {

@@ -79,7 +79,7 @@ static int iwarp_post(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag
         }
         break;
     case MCA_BTL_SIWARP_FRAG_GET:
-        if (ep->qp_accepted && !ep->auth_ok) {
+        if (ep->qp_accepted && !__atomic_load_n(&ep->auth_ok, __ATOMIC_ACQUIRE)) {
             /* its response would be placed before the peer's first Send
              * proved the key, which the QP refuses (auth_verify_qp kicks) */
             return OPAL_ERR_RESOURCE_BUSY;

@@ -255,6 +255,7 @@ static int auth_progress(mca_btl_siwarp_endpoint_t *ep)
         return -1;
     }
     ep->tcp_auth_wait = 0;
+    ep->auth_ok = 1;
     return 1;
 }
 
