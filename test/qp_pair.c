@@ -51,6 +51,16 @@ void swp_test_pair_setup(struct swp_test_pair *p, const struct swp_test_pair_opt
     ASSERT_OK(swp_qp_attach_fd(p->qp[1], fd[1], &n));
 }
 
+void swp_test_pair_teardown(struct swp_test_pair *p)
+{
+    for (int i = 0; i < 2; i++) {
+        ASSERT_OK(siwarp_destroy_qp(p->qp[i]));
+        ASSERT_OK(siwarp_destroy_cq(p->cq[i]));
+    }
+    ASSERT_OK(siwarp_dealloc_pd(p->pd));
+    siwarp_ctx_destroy(p->ctx);
+}
+
 static void *sleeper_main(void *arg)
 {
     struct swp_test_sleeper *s = arg;

@@ -33,6 +33,10 @@ struct swp_test_pair_opts {
 /* Fails the test case on any error. */
 void swp_test_pair_setup(struct swp_test_pair *p, const struct swp_test_pair_opts *o);
 
+/* Release what swp_test_pair_setup made; the case deregisters its MRs
+ * first.  Fails the test case on any error. */
+void swp_test_pair_teardown(struct swp_test_pair *p);
+
 /* A connected TCP pair over loopback, both ends non-blocking with
  * TCP_NODELAY: for tests that need TCP's short writes (a unix socket
  * refuses a write whole).  Fails the test case on any error. */

@@ -377,15 +377,22 @@ static void expect_terminate(uint32_t posted_len, uint32_t send_len, uint32_t te
     struct swp_test_pair p;
     struct siwarp_qp_attr attr;
 
+    struct siwarp_mr *mrx = NULL, *mtx;
+
     memset(&s, 0, sizeof(s));
     handler_setup(&p, false, &s, 1024);
     if (posted_len)
-        post_recv(&p, 1, 1, rx, posted_len, reg(&p, rx, sizeof(rx)));
-    send_msg(&p, tx, send_len, reg(&p, tx, sizeof(tx)), SIWARP_WR_SEND, 0);
+        post_recv(&p, 1, 1, rx, posted_len, mrx = reg(&p, rx, sizeof(rx)));
+    send_msg(&p, tx, send_len, mtx = reg(&p, tx, sizeof(tx)), SIWARP_WR_SEND, 0);
     pump(&p, &s, 1);
     ASSERT_EQ(s.n, 0);
     ASSERT_OK(siwarp_query_qp(p.qp[1], &attr));
     ASSERT_EQ(attr.term_sent, term);
+    if (mrx)
+        ASSERT_OK(siwarp_dereg_mr(mrx));
+    ASSERT_OK(siwarp_dereg_mr(mtx));
+    ASSERT_OK(siwarp_cq_set_recv_handler(p.cq[1], NULL, NULL, 0));
+    swp_test_pair_teardown(&p);
 }
 
 TEST(recv_handler_send_with_no_buffer_posted_is_still_terminated)

@@ -90,6 +90,9 @@ TEST(drained_cq_and_empty_sq_restart_at_slot_zero)
         ASSERT_EQ(p.qp[0]->sqr.tail, 0);
         ASSERT_EQ(p.qp[0]->sq_cur, 0);
     }
+    ASSERT_OK(siwarp_dereg_mr(ms));
+    ASSERT_OK(siwarp_dereg_mr(mr));
+    swp_test_pair_teardown(&p);
 }
 
 /* A Read posted before a Send: the Send is on the wire (and done) while
@@ -133,6 +136,11 @@ TEST(outstanding_read_keeps_its_slot)
         ASSERT_EQ(p.qp[0]->sqr.tail, 0);
         ASSERT_EQ(p.cq[0]->head, 0);
     }
+    ASSERT_OK(siwarp_dereg_mr(msrc));
+    ASSERT_OK(siwarp_dereg_mr(mdst));
+    ASSERT_OK(siwarp_dereg_mr(ms));
+    ASSERT_OK(siwarp_dereg_mr(mr));
+    swp_test_pair_teardown(&p);
 }
 
 /* 64 KiB Sends through a small socket buffer: a Send leaves in pieces
@@ -171,6 +179,9 @@ TEST(partly_written_sends_survive_the_restart)
         ASSERT_MEM_EQ(r, s, k * len);
         ASSERT_EQ(p.qp[0]->sqr.tail, 0);
     }
+    ASSERT_OK(siwarp_dereg_mr(ms));
+    ASSERT_OK(siwarp_dereg_mr(mr));
+    swp_test_pair_teardown(&p);
     free(s);
     free(r);
 }
