@@ -57,6 +57,23 @@ static void side_make(struct side *s, int fd, bool initiator)
     ASSERT_OK(swp_qp_attach_fd(s->qp, fd, &n));
 }
 
+static void side_free(struct side *s)
+{
+    ASSERT_OK(siwarp_destroy_qp(s->qp));
+    ASSERT_OK(siwarp_dereg_mr(s->mr));
+    ASSERT_OK(siwarp_destroy_cq(s->cq));
+    ASSERT_OK(siwarp_dealloc_pd(s->pd));
+    siwarp_ctx_destroy(s->ctx);
+    free(s->buf);
+}
+
+/* Release both sides (the peer thread stopped). */
+static void link_free(struct link *l)
+{
+    side_free(&l->s[0]);
+    side_free(&l->s[1]);
+}
+
 static void link_make(struct link *l)
 {
     int fd[2];
@@ -162,6 +179,7 @@ static void run_op(enum siwarp_wr_opcode op)
     ASSERT_MEM_EQ(a->buf, b->buf, BIG);
     ASSERT(a->ctx->idle_sleeps >= 1);   /* it did sleep while the peer was away */
     ASSERT(took < 5.0);
+    link_free(&l);
 }
 
 TEST(read_requester_sleeps_and_wakes_on_the_response) { run_op(SIWARP_WR_READ); }
@@ -177,6 +195,7 @@ TEST(quiet_connection_never_sleeps)
     for (int i = 0; i < 50; i++)
         ASSERT(siwarp_progress(l.s[0].ctx) >= 0);
     ASSERT_EQ(l.s[0].ctx->idle_sleeps, 0);
+    link_free(&l);
 }
 
 /* Off by default: a context nobody configured spins as before. */
@@ -196,6 +215,7 @@ TEST(default_is_off)
     (void)busy_poll(&l);
     peer_stop(&l);
     ASSERT_EQ(l.s[0].ctx->idle_sleeps, 0);
+    link_free(&l);
 }
 
 TEST(bad_arguments)

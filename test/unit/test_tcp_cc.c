@@ -137,7 +137,11 @@ TEST(tcp_congestion_both_ends_of_a_connection)
     ASSERT(strcmp(got, want) == 0);
     cc_of(b->pl.fd, got, sizeof(got));
     ASSERT(strcmp(got, want) == 0);
-    siwarp_listener_destroy(l);
+    ASSERT_OK(siwarp_listener_destroy(l));
+    ASSERT_OK(siwarp_destroy_qp(a));
+    ASSERT_OK(siwarp_destroy_qp(b));
+    ASSERT_OK(siwarp_destroy_cq(cq));
+    ASSERT_OK(siwarp_dealloc_pd(pd));
     siwarp_ctx_destroy(ctx);
 }
 
