@@ -67,6 +67,21 @@ static void rig_setup(struct rig *r, uint32_t srq_max)
     }
 }
 
+/* Release what rig_setup made. */
+static void rig_teardown(struct rig *r)
+{
+    for (int i = 0; i < NQP; i++) {
+        ASSERT_OK(siwarp_destroy_qp(r->qp[i]));
+        close(r->raw[i]);
+    }
+    ASSERT_OK(siwarp_destroy_srq(r->srq));
+    ASSERT_OK(siwarp_dereg_mr(r->mr));
+    ASSERT_OK(siwarp_destroy_cq(r->cq));
+    ASSERT_OK(siwarp_dealloc_pd(r->pd));
+    siwarp_ctx_destroy(r->ctx);
+    free(r->buf);
+}
+
 /* Post buffer k (of BUFSZ bytes) with wr_id 100 + k. */
 static void post_buf(struct rig *r, int k)
 {
@@ -177,6 +192,7 @@ TEST(srq_shared_by_two_qps)
     ASSERT_EQ(at.srq_wqes, 1);
     ASSERT_EQ(qp_state(&r, 1, &at), SIWARP_QPS_RTS);
     ASSERT_EQ(at.srq_wqes, 2);
+    rig_teardown(&r);
 }
 
 /* RFC 5041 5.3: QP 0's message starts, QP 1 takes the next WQE with a whole
@@ -205,6 +221,7 @@ TEST(srq_multi_segment_stays_in_one_wqe)
         struct siwarp_qp_attr at;
         ASSERT_EQ(qp_state(&r, q, &at), SIWARP_QPS_RTS);
     }
+    rig_teardown(&r);
 }
 
 /* RFC 5041 7.2: a new message and no buffer is a DDP untagged-buffer error,
@@ -236,6 +253,7 @@ TEST(srq_empty_terminates_no_buf)
     send_seg(&r, 1, 0, 10, 0xb1, true);
     expect_recv(&r, 1, 100, 10);
     ASSERT_EQ(qp_state(&r, 1, &at), SIWARP_QPS_RTS);
+    rig_teardown(&r);
 }
 
 /* A QP that dies flushes the WQE its message had taken (to its own recv
@@ -262,6 +280,7 @@ TEST(srq_error_flushes_only_the_taken_wqe)
     ASSERT_EQ(srq_posted(&r), 3);
     send_seg(&r, 2, 0, 5, 0xc1, true);
     expect_recv(&r, 2, 101, 5);
+    rig_teardown(&r);
 }
 
 /* A first segment with a bad MO takes no WQE from the SRQ. */
@@ -279,6 +298,7 @@ TEST(srq_bad_first_segment_takes_no_wqe)
     no_wc(&r);
     ASSERT_EQ(srq_posted(&r), 1);
     ASSERT_EQ(at.srq_wqes, 0);
+    rig_teardown(&r);
 }
 
 TEST(srq_destroy_with_qps_is_busy)
