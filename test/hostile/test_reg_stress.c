@@ -187,6 +187,7 @@ static void churn(bool crc, bool markers, double seconds)
     fprintf(stderr, "# churn crc=%d markers=%d: %u iterations, %llu bytes verified\n",
             crc, markers, iters, (unsigned long long)bytes);
     ASSERT(iters >= 20);
+    swp_test_pair_teardown(&p);
 }
 
 /* Minimal reproducer: with markers on, a small RDMA Write whose FPDU
@@ -273,6 +274,9 @@ TEST(stale_stag_after_address_reuse)
     ASSERT_EQ(at.term_sent, SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_TAGGED, SWP_DDP_EC_T_INV_STAG));
     for (size_t i = 0; i < len; i++)
         ASSERT_EQ(b.p[i], 0);
+    buf_put(&a);
+    buf_put(&b);
+    swp_test_pair_teardown(&p);
 }
 
 SWP_TEST_MAIN()
