@@ -187,7 +187,10 @@ int mca_btl_siwarp_auth_check_request(mca_btl_siwarp_endpoint_t *ep,
 {
     uint64_t attempt = be64toh(pd->attempt);
 
-    if (!addressed_to_me(pd) || !pd_mac_ok(ep, "REQ", pd, NULL, 0)) {
+    /* our own endpoint (osc/rdma's, transport SELF) has no pair key: a
+     * request in our own name comes from no one we know */
+    if (MCA_BTL_SIWARP_TR_SELF == ep->transport ||
+        !addressed_to_me(pd) || !pd_mac_ok(ep, "REQ", pd, NULL, 0)) {
         return OPAL_ERR_AUTHENTICATION_FAILED;
     }
     if (attempt <= ep->auth_in_attempt) {
@@ -283,7 +286,7 @@ int mca_btl_siwarp_auth_verify_qp(void *arg, struct siwarp_qp *qp, const void *d
     }
     /* inside libsiwarp's progress, maybe in the progress thread: no call
      * into libsiwarp, no BTL list touched; the module's progress posts
-     * what waited for this (RDMA Reads) */
+     * what waited for this (gets and puts: they draw Read Responses) */
     __atomic_store_n(&ep->auth_kick, 1, __ATOMIC_RELAXED);
     __atomic_store_n(&ep->auth_ok, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&ep->module->auth_kicked, 1, __ATOMIC_RELEASE);

@@ -553,7 +553,7 @@ int mca_btl_siwarp_progress_module(mca_btl_siwarp_module_t *m)
     m->connecting = 0;
     if (__atomic_load_n(&m->auth_kicked, __ATOMIC_RELAXED) &&
         __atomic_exchange_n(&m->auth_kicked, 0, __ATOMIC_ACQ_REL)) {
-        /* RDMA Reads held until a peer's proof (datapath.c iwarp_post) */
+        /* gets and puts held until a peer's proof (datapath.c iwarp_post) */
         mca_btl_siwarp_endpoint_t *e;
         OPAL_LIST_FOREACH(e, &m->endpoints, mca_btl_siwarp_endpoint_t) {
             if (__atomic_exchange_n(&e->auth_kick, 0, __ATOMIC_ACQ_REL)) {

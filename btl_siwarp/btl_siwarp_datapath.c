@@ -79,13 +79,13 @@ static int iwarp_post(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag
         }
         break;
     case MCA_BTL_SIWARP_FRAG_GET:
+    case MCA_BTL_SIWARP_FRAG_PUT:
         if (ep->qp_accepted && !__atomic_load_n(&ep->auth_ok, __ATOMIC_ACQUIRE)) {
-            /* its response would be placed before the peer's first Send
-             * proved the key, which the QP refuses (auth_verify_qp kicks) */
+            /* a get's Read, or the zero-length one behind a put's Write,
+             * draws a Read Response, which the QP refuses before the
+             * peer's first Send proved the key (auth_verify_qp kicks) */
             return OPAL_ERR_RESOURCE_BUSY;
         }
-        /* fall through */
-    case MCA_BTL_SIWARP_FRAG_PUT:
         sge.addr = frag->local_address;
         sge.length = (uint32_t) frag->rdma_size;
         sge.lkey = frag->local_stag;

@@ -132,7 +132,7 @@ struct mca_btl_base_endpoint_t {
                                            acceptor: the proof expected */
     uint64_t auth_in_attempt;           /* the peer's last attempt that proved the key */
     int auth_ok;                        /* acceptor: the first message proved it */
-    int auth_kick;                      /* ... just now: RDMA Reads held may go */
+    int auth_kick;                      /* ... just now: gets and puts held may go */
     int auth_peer_gates;                /* initiator: the peer's software stack holds
                                            our first Send for its check: send it */
     struct sockaddr_storage auth_from;  /* acceptor: where the attempt came from */

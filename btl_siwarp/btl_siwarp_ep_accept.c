@@ -164,6 +164,6 @@ void mca_btl_siwarp_ep_handle_conn_req(mca_btl_siwarp_module_t *m, struct siwarp
     /* peer's rq_depth is in its request; RTS is noticed by progress_connect,
      * which reads the same private data back through siwarp_query_qp.  The
      * connection is up then: we may send, and the QP takes nothing of the
-     * peer's before its first Send proved the key (our RDMA Reads wait for
-     * that too: their responses would be placed) */
+     * peer's before its first Send proved the key (our gets and puts wait
+     * for that too: they draw Read Responses, which would be placed) */
 }
