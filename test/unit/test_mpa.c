@@ -789,6 +789,19 @@ static void env_init(struct env *e)
     ASSERT_OK(siwarp_create_cq(e->ctx, 64, &e->cq));
 }
 
+/* Release every QP of the context, then the CQ, PD and context (the case
+ * destroys its listeners and deregisters its MRs first). */
+static void env_fini(struct env *e)
+{
+    while (!swp_list_empty(&e->ctx->qps)) {
+        struct siwarp_qp *qp = swp_container_of(e->ctx->qps.next, struct siwarp_qp, link);
+        ASSERT_OK(siwarp_destroy_qp(qp));
+    }
+    ASSERT_OK(siwarp_destroy_cq(e->cq));
+    ASSERT_OK(siwarp_dealloc_pd(e->pd));
+    siwarp_ctx_destroy(e->ctx);
+}
+
 static struct siwarp_qp *env_qp(struct env *e)
 {
     struct siwarp_qp_init_attr a;
@@ -912,6 +925,7 @@ TEST(listener_drops_silent_peer_serves_healthy)
     close(half);
     close(good);
     siwarp_listener_destroy(l);
+    env_fini(&e);
 }
 
 static void bad_request_closed(const uint8_t *f, size_t n, bool want_reject)
@@ -965,6 +979,7 @@ static void bad_request_closed(const uint8_t *f, size_t n, bool want_reject)
     }
     close(fd);
     siwarp_listener_destroy(l);
+    env_fini(&e);
 }
 
 TEST(listener_closes_garbage_key)
@@ -1138,6 +1153,7 @@ TEST(connect_reject_reply)
     ASSERT(strstr(qa.error_str, "127.0.0.1") && strstr(qa.error_str, port));
     ASSERT(strstr(qa.error_str, "Reject"));
     ASSERT_EQ(s.requests, 1);
+    env_fini(&e);
 }
 
 TEST(connect_timeout_silent_responder)
@@ -1158,6 +1174,7 @@ TEST(connect_timeout_silent_responder)
     ASSERT(swp_now_ns() - t0 >= 250000000ull);
     ASSERT_OK(siwarp_query_qp(qp, &qa));
     ASSERT(strstr(qa.error_str, "MPA Reply"));
+    env_fini(&e);
 }
 
 TEST(connect_v1_fallback)
@@ -1184,6 +1201,7 @@ TEST(connect_v1_fallback)
     qp = env_qp(&e);
     p.v1_fallback = 0;
     ASSERT(connect_to(&e, qp, &s, &p) < 0);
+    env_fini(&e);
 }
 
 TEST(connect_markers_fallback)
@@ -1213,6 +1231,7 @@ TEST(connect_markers_fallback)
     ASSERT_EQ(connect_to(&e, qp, &s, &p), -ECONNABORTED);
     ASSERT_OK(siwarp_query_qp(qp, &qa));
     ASSERT(strstr(qa.error_str, "markers") != NULL);   /* the likely cause is named */
+    env_fini(&e);
 }
 
 TEST(connect_accept_ipv6)
@@ -1246,6 +1265,7 @@ TEST(connect_accept_ipv6)
     ASSERT_EQ(qa.state, SIWARP_QPS_RTS);
     ASSERT_EQ(qa.peer.ss_family, AF_INET6);
     siwarp_listener_destroy(l);
+    env_fini(&e);
 }
 
 /* siwarp_query_qp keeps the socket's addresses once both are known: a query
@@ -1298,6 +1318,7 @@ TEST(query_qp_addresses_follow_the_connection)
         ASSERT_OK(siwarp_query_qp(b, &qb));
     }
     siwarp_listener_destroy(l);
+    env_fini(&e);
 }
 
 static int sockopt_int(int fd, int level, int name)
@@ -1360,6 +1381,7 @@ TEST(accepted_socket_options_follow_the_accept)
     b = accept_with_llp(&e, 20000, -1);             /* none */
     ASSERT_EQ(sockopt_int(b->pl.fd, SOL_SOCKET, SO_KEEPALIVE), 0);
     ASSERT_EQ(sockopt_int(b->pl.fd, IPPROTO_TCP, TCP_USER_TIMEOUT), 0);
+    env_fini(&e);
 }
 
 /* siwarp_take_conn_request never reads a socket: the request appears only
@@ -1406,6 +1428,8 @@ TEST(take_conn_request_only_after_progress)
         siwarp_progress(rsp.ctx);
     ASSERT_OK(siwarp_connect_wait(a, 1));
     siwarp_listener_destroy(l);
+    env_fini(&ini);
+    env_fini(&rsp);
 }
 
 /* A Request that waits in the socket when the listener accepts it is read
@@ -1431,6 +1455,7 @@ TEST(waiting_request_read_in_the_accepting_pass)
     siwarp_reject(req, NULL, 0);
     close(fd);
     siwarp_listener_destroy(l);
+    env_fini(&e);
 }
 
 TEST(connect_siw_style_p2p_write_rtr)
@@ -1456,6 +1481,7 @@ TEST(connect_siw_style_p2p_write_rtr)
     for (int i = 0; i < 100 && s.requests < 100; i++)
         siwarp_wait(e.ctx, 10);
     ASSERT_EQ(s.requests, 101);
+    env_fini(&e);
 }
 
 /* Two siwarp QPs of one context joined over loopback: pair_ask connects
@@ -1557,6 +1583,7 @@ TEST(connect_accept_siwarp_pair)
     ASSERT_EQ(qb.peer_private_data_len, 6);
     ASSERT_MEM_EQ(qb.peer_private_data, "from-a", 6);
     siwarp_listener_destroy(pr.l);
+    env_fini(&pr.e);
 }
 
 /* RFC 6581 6 start-up, then nothing armed: a timer left behind would send
