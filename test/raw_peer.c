@@ -72,6 +72,18 @@ void canaries_intact(struct peer *p)
     }
 }
 
+void peer_teardown(struct peer *p)
+{
+    ASSERT_OK(siwarp_destroy_qp(p->qp));
+    ASSERT_OK(siwarp_destroy_cq(p->cq));
+    ASSERT_OK(siwarp_dereg_mr(p->mr));
+    ASSERT_OK(siwarp_dealloc_pd(p->pd));
+    ASSERT_OK(siwarp_dealloc_pd(p->pd2));
+    siwarp_ctx_destroy(p->ctx);
+    munmap(p->map, REGION + 2 * CANARY);
+    close(p->raw);
+}
+
 /* Build one FPDU with the given ULPDU (header + payload) at f; its length. */
 uint32_t build_fpdu(struct peer *p, uint8_t *f, const uint8_t *ulpdu, uint32_t len,
                            bool bad_crc)

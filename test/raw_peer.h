@@ -37,6 +37,8 @@ void peer_setup_p2p(struct peer *p, bool crc, bool markers, int rtr);
 /* siwarp: the raw peer passes for siwarp (as its Reply's reserved bit would) */
 void peer_setup_nego(struct peer *p, bool crc, bool markers, int rtr, bool siwarp);
 void canaries_intact(struct peer *p);
+/* release what peer_setup made (a case deregisters the MRs it added) */
+void peer_teardown(struct peer *p);
 /* one FPDU with the given ULPDU (header + payload) at f; its length */
 uint32_t build_fpdu(struct peer *p, uint8_t *f, const uint8_t *ulpdu, uint32_t len, bool bad_crc);
 /* ... written to the QP */

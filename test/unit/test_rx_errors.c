@@ -32,6 +32,62 @@ static void write_case(struct peer *p, uint32_t stag, uint64_t to, uint32_t len,
     expect_term(p, want);
 }
 
+
+/* A peer that announces a Send of 1000 octets, sends `part` octets of the
+ * FPDU and stops, its connection open.  With a stall time of 200 ms the
+ * QP must fail with -ETIMEDOUT after 200 ms and a sweep (every 50 ms) or
+ * so; a peer that stops between FPDUs is merely quiet and must not be cut
+ * off. */
+static void stall_case(uint32_t part, bool expect_cut)
+{
+    struct peer p;
+    struct siwarp_qp_attr at;
+    uint8_t u[SWP_HDR_UNTAGGED + 1000], f[1100];
+    uint32_t h, n;
+    uint64_t t0, ms;
+
+    peer_setup(&p, true, false);
+    ASSERT_OK(siwarp_ctx_set_rx_stall(p.ctx, 200));
+    struct siwarp_sge sg = { p.region, REGION, siwarp_mr_stag(p.mr) };
+    struct siwarp_recv_wr r = { .wr_id = 5, .sg_list = &sg, .num_sge = 1 };
+    ASSERT_OK(siwarp_post_recv(p.qp, &r, NULL));
+    h = untagged(u, SWP_OP_SEND, true, SWP_QN_SEND, 1, 0);
+    memset(u + h, 0x3c, 1000);
+    n = build_fpdu(&p, f, u, h + 1000, false);
+    ASSERT(part <= n);
+    ASSERT_EQ(write(p.raw, f, part), (ssize_t)part);
+    t0 = swp_now_ns();
+    do {
+        siwarp_wait(p.ctx, 5);
+        siwarp_query_qp(p.qp, &at);
+        ms = (swp_now_ns() - t0) / 1000000u;
+    } while (at.state == SIWARP_QPS_RTS && ms < 1000);
+    if (!expect_cut) {
+        ASSERT_EQ(at.state, SIWARP_QPS_RTS);
+    } else {
+        ASSERT_EQ(at.state, SIWARP_QPS_ERROR);
+        ASSERT_EQ(at.error, -ETIMEDOUT);
+        ASSERT(ms >= 150 && ms <= 450);
+    }
+    canaries_intact(&p);
+    peer_teardown(&p);
+}
+
+TEST(stall_inside_fpdu_header)
+{
+    stall_case(1, true);            /* half the length field */
+}
+
+TEST(stall_inside_fpdu_payload)
+{
+    stall_case(2 + SWP_HDR_UNTAGGED + 400, true);
+}
+
+TEST(stall_between_fpdus_is_quiet)
+{
+    stall_case(2 + SWP_HDR_UNTAGGED + 1000 + 4, false);    /* the whole FPDU: delivered */
+}
+
 TEST(write_invalid_stag)
 {
     struct peer p;
