@@ -84,11 +84,15 @@ static void target_side(void)
     }
 }
 
-/* One latency test: `op` issues one operation of `size` bytes. */
-static void latency(const char *name, size_t size, int with_size,
-                    void (*op)(void *src, void *res, size_t size, MPI_Win win))
+typedef void (*rma_op_fn)(void *src, void *res, size_t size, MPI_Win win);
+
+/* OSU's timed loop: rank 0 locks rank 1's window (`bytes`, buffers as
+ * large) shared, and per iteration issues `op` on `size` and flushes.
+ * Returns the seconds of the timed iterations on rank 0 (their count in
+ * *loop_out), 0 on rank 1, which waits (or computes: target_side). */
+static double timed_loop(const char *name, size_t size, size_t bytes, rma_op_fn op,
+                         int *loop_out)
 {
-    size_t bytes = size < 8 ? 8 : size;
     char *src = calloc(1, bytes), *res = calloc(1, bytes);
     int skip, loop;
     double t0 = 0;
@@ -117,12 +121,6 @@ static void latency(const char *name, size_t size, int with_size,
             fprintf(stderr, "%s: %d operations took %.0f ms, the target computed %d ms\n",
                     name, loop, t0 * 1000, compute_ms);
         }
-        if (with_size) {
-            printf("%s %zu %.2f us\n", name, size, t0 * 1e6 / loop);
-        } else {
-            printf("%s 8 %.2f us\n", name, t0 * 1e6 / loop);
-        }
-        fflush(stdout);
     } else {
         target_side();
     }
@@ -130,6 +128,20 @@ static void latency(const char *name, size_t size, int with_size,
     free_window(&win, base);
     free(src);
     free(res);
+    *loop_out = loop;
+    return t0;
+}
+
+/* One latency test: `op` issues one operation of `size` bytes. */
+static void latency(const char *name, size_t size, rma_op_fn op)
+{
+    int loop;
+    double t = timed_loop(name, size, size < 8 ? 8 : size, op, &loop);
+
+    if (0 == rank) {
+        printf("%s %zu %.2f us\n", name, size, t * 1e6 / loop);
+        fflush(stdout);
+    }
 }
 
 static void op_put(void *src, void *res, size_t size, MPI_Win win)
@@ -164,48 +176,35 @@ static void op_cas(void *src, void *res, size_t size, MPI_Win win)
     MPI_Compare_and_swap(src, &cmp, res, MPI_LONG_LONG, 1, 0, win);
 }
 
-static void bandwidth(const char *name, size_t size, int is_get)
+/* osu_put_bw / osu_get_bw's iteration: WINDOW_BW operations at consecutive
+ * offsets of the buffers and the window */
+static void op_putbw(void *src, void *res, size_t size, MPI_Win win)
 {
-    size_t bytes = size * WINDOW_BW;
-    char *buf = calloc(1, bytes);
-    int skip, loop;
-    double t0 = 0;
-    MPI_Win win;
-    void *base = make_window(bytes, &win);
+    (void) res;
+    for (int j = 0; j < WINDOW_BW; j++) {
+        MPI_Put((char *) src + j * size, (int) size, MPI_CHAR, 1, (MPI_Aint) (j * size),
+                (int) size, MPI_CHAR, win);
+    }
+}
 
-    CHECK(buf, "calloc");
-    iters_for(size, &skip, &loop);
-    if (iters_opt <= 0 && size > LARGE) {
-        loop = 100;
+static void op_getbw(void *src, void *res, size_t size, MPI_Win win)
+{
+    (void) src;
+    for (int j = 0; j < WINDOW_BW; j++) {
+        MPI_Get((char *) res + j * size, (int) size, MPI_CHAR, 1, (MPI_Aint) (j * size),
+                (int) size, MPI_CHAR, win);
     }
-    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+static void bandwidth(const char *name, size_t size, rma_op_fn op)
+{
+    int loop;
+    double t = timed_loop(name, size, size * WINDOW_BW, op, &loop);
+
     if (0 == rank) {
-        MPI_Win_lock(MPI_LOCK_SHARED, 1, 0, win);
-        for (int i = 0; i < skip + loop; i++) {
-            if (i == skip) {
-                t0 = MPI_Wtime();
-            }
-            for (int j = 0; j < WINDOW_BW; j++) {
-                if (is_get) {
-                    MPI_Get(buf + j * size, (int) size, MPI_CHAR, 1, (MPI_Aint) (j * size),
-                            (int) size, MPI_CHAR, win);
-                } else {
-                    MPI_Put(buf + j * size, (int) size, MPI_CHAR, 1, (MPI_Aint) (j * size),
-                            (int) size, MPI_CHAR, win);
-                }
-            }
-            MPI_Win_flush(1, win);
-        }
-        t0 = MPI_Wtime() - t0;
-        MPI_Win_unlock(1, win);
-        printf("%s %zu %.1f MB/s\n", name, size, (double) size * WINDOW_BW * loop / t0 / 1e6);
+        printf("%s %zu %.1f MB/s\n", name, size, (double) size * WINDOW_BW * loop / t / 1e6);
         fflush(stdout);
-    } else {
-        target_side();
     }
-    MPI_Barrier(MPI_COMM_WORLD);
-    free_window(&win, base);
-    free(buf);
 }
 
 /* Is `name` one of the comma-separated words of `list`? */
@@ -245,26 +244,26 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     CHECK(2 == size, "needs exactly 2 ranks, got %d", size);
     if (has(tests, "fop")) {
-        latency("fop", 8, 0, op_fop);
+        latency("fop", 8, op_fop);
     }
     if (has(tests, "cas")) {
-        latency("cas", 8, 0, op_cas);
+        latency("cas", 8, op_cas);
     }
     for (size_t s = min < 1 ? 1 : min; s <= max; s *= 2) {
         if (has(tests, "put")) {
-            latency("put", s, 1, op_put);
+            latency("put", s, op_put);
         }
         if (has(tests, "get")) {
-            latency("get", s, 1, op_get);
+            latency("get", s, op_get);
         }
         if (has(tests, "acc") && s >= sizeof(int)) {
-            latency("acc", s, 1, op_acc);
+            latency("acc", s, op_acc);
         }
         if (has(tests, "putbw")) {
-            bandwidth("putbw", s, 0);
+            bandwidth("putbw", s, op_putbw);
         }
         if (has(tests, "getbw")) {
-            bandwidth("getbw", s, 1);
+            bandwidth("getbw", s, op_getbw);
         }
     }
     MPI_Finalize();
