@@ -241,6 +241,17 @@ static int handle_request(mca_btl_siwarp_endpoint_t *ep, const mca_btl_siwarp_at
     return 0;
 }
 
+/* The fetched old value into the origin's buffer, at the operand's width. */
+static void store_fetched(void *dst, uint64_t value, int flags)
+{
+    if (flags & MCA_BTL_SIWARP_AF_32BIT) {
+        uint32_t v32 = (uint32_t) value;
+        memcpy(dst, &v32, 4);
+    } else {
+        memcpy(dst, &value, 8);
+    }
+}
+
 static int handle_answer(mca_btl_siwarp_endpoint_t *ep, const mca_btl_siwarp_atomic_resp_t *rs)
 {
     mca_btl_siwarp_frag_t *frag, *found = NULL;
@@ -258,12 +269,7 @@ static int handle_answer(mca_btl_siwarp_endpoint_t *ep, const mca_btl_siwarp_ato
     }
     opal_list_remove_item(&ep->atomics, &found->base.super.super);
     if ((found->atomic_flags & MCA_BTL_SIWARP_AF_FETCH) && found->local_address) {
-        if (found->atomic_flags & MCA_BTL_SIWARP_AF_32BIT) {
-            uint32_t v32 = (uint32_t) value;
-            memcpy(found->local_address, &v32, 4);
-        } else {
-            memcpy(found->local_address, &value, 8);
-        }
+        store_fetched(found->local_address, value, found->atomic_flags);
     }
     mca_btl_siwarp_frag_complete(ep->module, found, OPAL_SUCCESS);
     return 0;
@@ -448,12 +454,7 @@ static int submit_checked(mca_btl_base_module_t *btl, struct mca_btl_base_endpoi
         uint64_t old = execute((void *) (uintptr_t) remote_address, op, flags, operand,
                                compare);
         if (fetch) {
-            if (4 == size) {
-                uint32_t v32 = (uint32_t) old;
-                memcpy(local_address, &v32, 4);
-            } else {
-                memcpy(local_address, &old, 8);
-            }
+            store_fetched(local_address, old, flags);
         }
         return 1;
     }
