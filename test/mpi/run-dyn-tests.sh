@@ -94,8 +94,21 @@ dyn_case() {
     cref=$(dyn_verdict $? "$cbase.tcp.log" "$DYN_PAT")
     "$crun" siwarp "$cbase.siwarp.log" "$@"
     cwhy=$(dyn_verdict $? "$cbase.siwarp.log" "$DYN_PAT" ${DYN_PAT_siwarp:+"$DYN_PAT_siwarp"})
+    cfirst=""
+    case $cwhy in
+    hung*)
+        # An intermittent hang seen once under a loaded make check (a
+        # spawn round that never came up) and not reproduced alone: one
+        # second try, reported in the TAP line with the first try's log.
+        cfirst=$cwhy
+        mv "$cbase.siwarp.log" "$cbase.siwarp.try1.log"
+        "$crun" siwarp "$cbase.siwarp.log" "$@"
+        cwhy=$(dyn_verdict $? "$cbase.siwarp.log" "$DYN_PAT" ${DYN_PAT_siwarp:+"$DYN_PAT_siwarp"})
+        ;;
+    esac
     if [ -z "$cwhy" ]; then
-        ok "dyn, siwarp: $cname"
+        ok "dyn, siwarp: $cname${cfirst:+ (second try; the first $cfirst)}"
+        [ -n "$cfirst" ] && diag "$cbase.siwarp.try1.log"
     else
         not_ok "dyn, siwarp: $cname ($cwhy${cref:+; the btl tcp reference failed too})"
         diag "$cbase.siwarp.log"
