@@ -206,9 +206,17 @@ typedef struct mca_btl_siwarp_modex_addr_t {
 } mca_btl_siwarp_modex_addr_t;
 _Static_assert(sizeof(mca_btl_siwarp_modex_addr_t) == 24, "modex record is 24 bytes");
 
-/* Registration handle handed to peers: the STag. */
+/* Registration handle handed to peers: the STag, and what an origin needs
+ * to choose RFC 7306 atomics safely (btl_siwarp_ratomic.c): the region's
+ * bounds -- a 4-byte operand is reached through the 8-byte word around
+ * it, which must lie inside the region or the target would answer with a
+ * Terminate -- and whether the region carries the remote-atomic right. */
+#define MCA_BTL_SIWARP_HANDLE_RFC7306 0x1u  /* MR registered SIWARP_ACCESS_REMOTE_ATOMIC */
 struct mca_btl_base_registration_handle_t {
     uint32_t stag;
+    uint32_t flags;              /* MCA_BTL_SIWARP_HANDLE_* */
+    uint64_t base;               /* first byte of the region */
+    uint64_t len;                /* its length */
 };
 
 typedef struct mca_btl_siwarp_reg_t {
@@ -264,6 +272,7 @@ typedef struct mca_btl_siwarp_component_t {
     int   fallback;          /* enum mca_btl_siwarp_fallback */
     int   disable_loopback;
     int   rx_inline;         /* longest Send to ob1 from libsiwarp's staging */
+    int   rfc7306;           /* RFC 7306 atomics with siwarp peers (0: off) */
 
     /* Registrations through the rcache, read as MPI_T performance
      * variables (btl_siwarp_rdma.c mca_btl_siwarp_reg_pvars_register) */
@@ -432,6 +441,27 @@ int  mca_btl_siwarp_atomic_fop(mca_btl_base_module_t *btl, struct mca_btl_base_e
                                mca_btl_base_atomic_op_t op, uint64_t operand, int flags,
                                int order, mca_btl_base_rdma_completion_fn_t cbfunc,
                                void *cbcontext, void *cbdata);
+/* btl_siwarp_ratomic.c: the same atomics as RFC 7306 Atomic Requests
+ * toward a siwarp peer that negotiated them, executed by the target's
+ * libsiwarp (also while the target computes, with the progress thread).
+ * try: OPAL_ERR_NOT_AVAILABLE when this one cannot go that way (the
+ * caller then sends it as a BTL message); wr: the work request of a
+ * queued RATOMIC frag; store: its fetched value to the caller's buffer. */
+struct siwarp_send_wr;
+struct siwarp_sge;
+struct mca_btl_siwarp_frag_t;
+int  mca_btl_siwarp_ratomic_try(struct mca_btl_base_endpoint_t *ep, int op, int flags,
+                                void *local_address, uint64_t remote_address,
+                                const mca_btl_base_registration_handle_t *remote_handle,
+                                uint64_t operand, uint64_t compare,
+                                mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                                void *cbdata);
+void mca_btl_siwarp_ratomic_wr(struct mca_btl_siwarp_frag_t *frag, struct siwarp_send_wr *wr,
+                               struct siwarp_sge *sge);
+void mca_btl_siwarp_ratomic_store(struct mca_btl_siwarp_frag_t *frag);
+/* test hook (SIWARP_BTL_TEST_HOSTILE_ATOMIC, btl_siwarp_atomic.c): forge
+ * an atomic's target as a hostile peer would */
+void mca_btl_siwarp_atomic_test_forge(uint32_t *stag, uint64_t *addr);
 int  mca_btl_siwarp_atomic_cswap(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
                                  void *local_address, uint64_t remote_address,
                                  mca_btl_base_registration_handle_t *local_handle,

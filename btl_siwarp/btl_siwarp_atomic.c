@@ -25,7 +25,10 @@
  * it.  (On iWARP a zero-length RDMA Read does that: iwarp_post.)
  *
  * Progress: the target executes a request when its BTL progresses (an MPI
- * call, or the progress thread, btl_siwarp_progress_thread=1).
+ * call).  Toward a siwarp peer that negotiated RFC 7306, the operations
+ * RFC 7306 can express go as Atomic Requests instead (btl_siwarp_ratomic.c),
+ * which the target's libsiwarp executes by itself -- also in the progress
+ * thread (btl_siwarp_progress_thread=1) while the application computes.
  */
 #include "btl_siwarp.h"
 #include "btl_siwarp_endpoint.h"
@@ -345,8 +348,10 @@ static int wire_op(mca_btl_base_atomic_op_t op)
  * this process a hostile peer for atomics - "stag" names a handle we never
  * got, "below" moves the target 2 MiB down, "misalign" by one byte, "wrap"
  * to an address whose end wraps around 2^64.  test/mpi/mpi_hostile_atomic.c
- * checks that the target refuses and its memory stays untouched. */
-static void hostile_atomic(uint32_t *stag, uint64_t *addr)
+ * checks that the target refuses and its memory stays untouched -- its BTL
+ * for a message, its libsiwarp (a Terminate) for an RFC 7306 request,
+ * forged after the origin's own checks (btl_siwarp_ratomic.c). */
+void mca_btl_siwarp_atomic_test_forge(uint32_t *stag, uint64_t *addr)
 {
     static int mode = -1;
     if (mode < 0) {
@@ -399,7 +404,7 @@ int mca_btl_siwarp_atomic_submit(mca_btl_siwarp_endpoint_t *ep, int op, int flag
     rq.op = (uint8_t) op;
     rq.flags = (uint8_t) flags;
     if (MCA_BTL_SIWARP_AOP_NOP != op) {
-        hostile_atomic(&remote_stag, &remote_address);
+        mca_btl_siwarp_atomic_test_forge(&remote_stag, &remote_address);
     }
     rq.stag = htonl(remote_stag);
     rq.addr = htobe64(remote_address);
@@ -459,9 +464,15 @@ static int submit_checked(mca_btl_base_module_t *btl, struct mca_btl_base_endpoi
         return 1;
     }
     OPAL_THREAD_LOCK(&m->lock);
-    rc = mca_btl_siwarp_atomic_submit(ep, op, flags, local_address, remote_address,
-                                      local_handle, remote_handle->stag, operand, compare,
-                                      cbfunc, cbcontext, cbdata);
+    /* an RFC 7306 Atomic Request where the peer and the operation allow
+     * (btl_siwarp_ratomic.c), else a BTL message */
+    rc = mca_btl_siwarp_ratomic_try(ep, op, flags, local_address, remote_address,
+                                    remote_handle, operand, compare, cbfunc, cbcontext, cbdata);
+    if (OPAL_ERR_NOT_AVAILABLE == rc) {
+        rc = mca_btl_siwarp_atomic_submit(ep, op, flags, local_address, remote_address,
+                                          local_handle, remote_handle->stag, operand, compare,
+                                          cbfunc, cbcontext, cbdata);
+    }
     OPAL_THREAD_UNLOCK(&m->lock);
     if (rc < 0) {
         BTL_VERBOSE(("atomic to %s: %d", OPAL_NAME_PRINT(ep->name), rc));

@@ -47,6 +47,7 @@ static void ep_construct(mca_btl_siwarp_endpoint_t *ep)
     ep->num_recv_frags = 0;
     ep->send_credits = ep->send_ctrl = ep->owed_credits = ep->owed_ctrl = 0;
     ep->sq_free = ep->credit_inflight = ep->outstanding = 0;
+    ep->rfc7306 = 0;
     ep->fd = -1;
     ep->tcp_connected = 0;
     ep->tx_epoch = ~0u;     /* no progress call yet: the first frame leaves at once */
@@ -305,6 +306,10 @@ static int start_iwarp(mca_btl_siwarp_endpoint_t *ep)
         if (mca_btl_siwarp_component.big_fpdu < 0 && !(a->flags & MCA_BTL_SIWARP_ADDR_F_SOFT)) {
             p.big_fpdu = 0;     /* an RNIC: nothing in the reserved MPA bits */
         }
+        /* RFC 7306 atomics: only a siwarp peer knows the MPA flag bits that
+         * offer them, and only the software stack executes them */
+        p.rfc7306 = mca_btl_siwarp_component.rfc7306 && ep->module->inplace &&
+                    (a->flags & MCA_BTL_SIWARP_ADDR_F_SOFT);
         if (mca_btl_siwarp_component.p2p < 0 && (a->flags & MCA_BTL_SIWARP_ADDR_F_SOFT) &&
             ep->module->inplace) {
             /* software on both ends: no RTR, so the responder's first
@@ -544,6 +549,7 @@ int mca_btl_siwarp_ep_progress_connect(mca_btl_siwarp_endpoint_t *ep)
         BTL_VERBOSE(("%s connected: MPA rev %d crc %d markers %d rtr %d mulpdu %u",
                      OPAL_NAME_PRINT(ep->name), attr.mpa_rev, attr.crc, attr.markers,
                      attr.rtr, attr.mulpdu));
+        ep->rfc7306 = attr.rfc7306;
         mca_btl_siwarp_ep_connected(ep, MCA_BTL_SIWARP_TR_IWARP, pd.rq_depth);
         return 1;
     default:
@@ -562,6 +568,9 @@ void mca_btl_siwarp_ep_connected(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_t
     BTL_VERBOSE(("connected to %s over %s", OPAL_NAME_PRINT(ep->name),
                  MCA_BTL_SIWARP_TR_IWARP == tr ? "iWARP" : "framed TCP"));
     ep->transport = tr;
+    if (MCA_BTL_SIWARP_TR_IWARP != tr) {
+        ep->rfc7306 = 0;
+    }
     ep->await_incoming = 0;
     ep->send_credits = peer_rq_depth;
     ep->send_ctrl = MCA_BTL_SIWARP_CTRL_CREDITS;

@@ -119,6 +119,8 @@ struct mca_btl_base_endpoint_t {
     /* atomics (btl_siwarp_atomic.c), either transport */
     opal_list_t atomics;                /* our requests awaiting their answer */
     uint64_t atomic_id;                 /* the next request's id */
+    int rfc7306;                        /* this connection negotiated RFC 7306
+                                           (btl_siwarp_ratomic.c) */
 
     opal_list_t pending;                /* frags waiting for connection, credits, SQ */
 

@@ -83,6 +83,9 @@ void mca_btl_siwarp_conn_param(struct siwarp_conn_param *p)
     /* auto: a listener answers a big-FPDU request with 65535 (only siwarp
      * asks); an initiator asks only a peer known to be siwarp (start_iwarp) */
     p->big_fpdu = c->big_fpdu < 0 ? 65535 : (uint32_t) c->big_fpdu;
+    /* RFC 7306: a responder takes a siwarp peer's offer unless it is off
+     * here; an initiator offers it per peer (start_iwarp) */
+    p->rfc7306 = c->rfc7306 ? 0 : -1;
     p->v1_fallback = 1;
     p->markers_fallback = 1;
     p->timeout_ms = c->connect_timeout;

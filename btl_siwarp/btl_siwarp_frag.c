@@ -114,9 +114,13 @@ void mca_btl_siwarp_frag_complete(mca_btl_siwarp_module_t *m, mca_btl_siwarp_fra
         }
         break;
     }
+    case MCA_BTL_SIWARP_FRAG_RATOMIC:
     case MCA_BTL_SIWARP_FRAG_PUT:
     case MCA_BTL_SIWARP_FRAG_GET:
     case MCA_BTL_SIWARP_FRAG_ATOMIC:
+        if (MCA_BTL_SIWARP_FRAG_RATOMIC == frag->type && OPAL_SUCCESS == status) {
+            mca_btl_siwarp_ratomic_store(frag);     /* the fetched value first */
+        }
         if (frag->cbfunc) {
             frag->cbfunc(&m->super, frag->endpoint, frag->local_address,
                          frag->local_handle, frag->cbcontext, frag->cbdata, status);

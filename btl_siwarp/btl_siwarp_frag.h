@@ -22,6 +22,8 @@ typedef enum {
     MCA_BTL_SIWARP_FRAG_GET_RESP, /* fallback only: data answering a GET_REQ */
     MCA_BTL_SIWARP_FRAG_HELLO,    /* fallback only: connection handshake */
     MCA_BTL_SIWARP_FRAG_ATOMIC,   /* an atomic awaiting its answer (no buffer) */
+    MCA_BTL_SIWARP_FRAG_RATOMIC,  /* an RFC 7306 Atomic Request: an eager frag whose
+                                     buffer holds the request and the fetched word */
 } mca_btl_siwarp_frag_type_t;
 
 typedef struct mca_btl_siwarp_frag_t {

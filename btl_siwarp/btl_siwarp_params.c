@@ -214,6 +214,14 @@ int mca_btl_siwarp_params_register(void)
             "siwarp's software stack, MSS-sized toward everyone else; 0: off; 2048-65535: "
             "offered to every peer, in reserved MPA flag bits that strict RNICs may refuse)",
             &c->big_fpdu, OPAL_INFO_LVL_5);
+    c->rfc7306 = 1;
+    reg_int("rfc7306", "Toward a peer that runs siwarp's software stack too, offer RFC 7306 "
+            "(RDMAP extensions) at connection set-up and send the atomics it can express "
+            "(64-bit add and compare-and-swap, swap, and, or, and their 32-bit forms) as "
+            "Atomic Requests that the peer's library executes without its MPI, also from "
+            "the progress thread; the other atomics, and every atomic toward any other "
+            "peer, go as BTL messages (0: off, every atomic a message; 1: on)",
+            &c->rfc7306, OPAL_INFO_LVL_5);
     c->connect_timeout = 10000;
     reg_int("connect_timeout", "Milliseconds allowed for each connection step: the MPA "
             "exchange, the TCP-fallback handshake (an incoming MPA Request or HELLO "
@@ -406,6 +414,9 @@ int mca_btl_siwarp_params_verify(void)
     }
     if (c->big_fpdu != 0 && c->big_fpdu != -1 && (c->big_fpdu < 2048 || c->big_fpdu > 65535)) {
         return bad("btl_siwarp_big_fpdu", c->big_fpdu, "0 (off) or 2048 to 65535");
+    }
+    if (0 != c->rfc7306 && 1 != c->rfc7306) {
+        return bad("btl_siwarp_rfc7306", c->rfc7306, "0 (off) or 1 (on)");
     }
     if (b->btl_max_send_size < 1024 || b->btl_max_send_size > 16 * 1024 * 1024) {
         return bad("btl_siwarp_max_send_size", (long) b->btl_max_send_size,

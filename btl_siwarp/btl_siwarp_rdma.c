@@ -52,6 +52,12 @@ static int rcache_reg(void *reg_data, void *base, size_t size,
                                   MCA_RCACHE_ACCESS_REMOTE_ATOMIC)) {
         access |= SIWARP_ACCESS_REMOTE_WRITE;
     }
+    /* RFC 7306 Atomic Requests from siwarp peers (btl_siwarp_ratomic.c);
+     * a verbs device has no RFC 7306 and refuses the right */
+    if ((base_reg->access_flags & MCA_RCACHE_ACCESS_REMOTE_ATOMIC) && m->inplace &&
+        mca_btl_siwarp_component.rfc7306) {
+        access |= SIWARP_ACCESS_REMOTE_ATOMIC;
+    }
     rc = siwarp_reg_mr(m->pd, base, size, access, &reg->mr);
     if (rc < 0) {
         BTL_VERBOSE(("siwarp_reg_mr(%p, %zu): %s", base, size, strerror(-rc)));
@@ -59,6 +65,9 @@ static int rcache_reg(void *reg_data, void *base, size_t size,
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     reg->handle.stag = siwarp_mr_stag(reg->mr);
+    reg->handle.flags = (access & SIWARP_ACCESS_REMOTE_ATOMIC) ? MCA_BTL_SIWARP_HANDLE_RFC7306 : 0;
+    reg->handle.base = (uint64_t) (uintptr_t) base;
+    reg->handle.len = size;
     /* the fallback transport checks peers' put/get targets against this */
     rc = mca_btl_siwarp_regtab_add(&m->regtab, reg->handle.stag, (uint64_t) (uintptr_t) base,
                                    size,

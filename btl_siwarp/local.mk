@@ -28,6 +28,7 @@ btl_siwarp_libbtlsiwarp_la_SOURCES = \
 	btl_siwarp/btl_siwarp_fallback_rx.c \
 	btl_siwarp/btl_siwarp_frag.h \
 	btl_siwarp/btl_siwarp_frag.c \
+	btl_siwarp/btl_siwarp_ratomic.c \
 	btl_siwarp/btl_siwarp_rdma.c \
 	btl_siwarp/btl_siwarp_atomic.c \
 	btl_siwarp/btl_siwarp_stack.c \

@@ -28,6 +28,7 @@ EXTRA_DIST += \
 	test/mpi/mpi_progress_rule.c \
 	test/mpi/mpi_rma.c \
 	test/mpi/mpi_hostile_atomic.c \
+	test/mpi/mpi_passive.c \
 	test/mpi/mpi_spawn.c \
 	test/mpi/mpi_accept.c \
 	test/mpi/mpi_join.c \
@@ -39,7 +40,7 @@ CLEANFILES += test/mpi/*.log test/mpi/mpi_pingpong test/mpi/mpi_anysrc \
 	test/mpi/mpi_datatype test/mpi/mpi_flood test/mpi/mpi_coll \
 	test/mpi/mpi_onesided test/mpi/mpi_remap test/mpi/mpi-bench test/mpi/mpi-connect \
 	test/mpi/mpi_hostile test/mpi/mpi_oneway test/mpi/mpi_big test/mpi/mpi_connect_race test/mpi/mpi_progress_rule \
-	test/mpi/mpi_rma test/mpi/mpi_hostile_atomic \
+	test/mpi/mpi_rma test/mpi/mpi_hostile_atomic test/mpi/mpi_passive \
 	test/mpi/mpi_threads test/mpi/mpi_regcount test/mpi/test_regtab \
 	test/mpi/mpi_spawn test/mpi/mpi_spawn_b test/mpi/mpi_accept test/mpi/mpi_join \
 	test/mpi/dyn-ompi-server.uri

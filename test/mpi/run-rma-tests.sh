@@ -18,7 +18,8 @@ set -u
 . "$(dirname "$0")/lib-mpi-tap.sh"
 mpi_tap_usable || exit 0
 
-mpi_tap_build "the one-sided test programs" "$OUT/rma-build.log" mpi_rma mpi_hostile_atomic
+mpi_tap_build "the one-sided test programs" "$OUT/rma-build.log" mpi_rma mpi_hostile_atomic \
+    mpi_passive
 
 MPIRUN="mpirun --mca pml ob1 --mca btl siwarp,self --bind-to none --mca osc rdma"
 
@@ -65,20 +66,31 @@ else
     diag "$log"
 fi
 
-# hostile atomics: rank 0 forges the target of every atomic it sends
+# hostile atomics: rank 0 forges the target of every atomic it sends.
+# As BTL messages (btl_siwarp_rfc7306=0, or the fallback: mpa=0) the
+# target's BTL refuses them; as RFC 7306 Atomic Requests (rfc7306=1, the
+# default) the target's libsiwarp answers a bad STag or a target outside
+# the region with the Terminate RFC 7306 names (a misaligned forgery goes
+# as a message: the origin's library would not post it).
 for mode in stag below misalign wrap; do
-    for mpa in 1 0; do
+    for cfg in "1 0" "0 0" "1 1"; do
+        set -- $cfg; mpa=$1 r7306=$2
         [ $mpa = 0 ] && [ $mode != below ] && continue
-        log=$(log_name "rma hostile $mode mpa $mpa")
-        timeout "$T" $MPIRUN --mca btl_siwarp_mpa $mpa \
+        case $r7306$mode in
+        1stag)  want="failed: received Atomic Request: RDMAP: invalid STag" ;;
+        1below) want="failed: received Atomic Request: RDMAP: base or bounds" ;;
+        *)      want="refused atomic of 8 bytes at .* from \[\[[0-9]*,[0-9]*\],0\]" ;;
+        esac
+        log=$(log_name "rma hostile $mode mpa $mpa rfc7306 $r7306")
+        timeout "$T" $MPIRUN --mca btl_siwarp_mpa $mpa --mca btl_siwarp_rfc7306 $r7306 \
             -np 1 -x SIWARP_BTL_TEST_HOSTILE_ATOMIC=$mode "$OUT/mpi_hostile_atomic" : \
             -np 1 "$OUT/mpi_hostile_atomic" > "$log" 2>&1
         rc=$?
-        if [ $rc -ne 0 ] && [ $rc -ne 124 ] && ! grep -q "HARM" "$log" &&
-           grep -q "refused atomic of 8 bytes at .* from \[\[[0-9]*,[0-9]*\],0\]" "$log"; then
-            ok "hostile atomics ($mode, btl_siwarp_mpa=$mpa): refused naming the peer, memory untouched"
+        what="btl_siwarp_mpa=$mpa, btl_siwarp_rfc7306=$r7306"
+        if [ $rc -ne 0 ] && [ $rc -ne 124 ] && ! grep -q "HARM" "$log" && grep -q "$want" "$log"; then
+            ok "hostile atomics ($mode, $what): refused naming the peer, memory untouched"
         else
-            not_ok "hostile atomics ($mode, btl_siwarp_mpa=$mpa) (exit $rc)"; diag "$log"
+            not_ok "hostile atomics ($mode, $what) (exit $rc; expected '$want')"; diag "$log"
         fi
     done
 done
@@ -92,6 +104,28 @@ if [ $rc -eq 0 ] && grep -q "HARM: window byte 64 changed" "$log"; then
 else
     not_ok "hostile atomics control (exit $rc)"; diag "$log"
 fi
+
+# true passive target: the target computes outside MPI while rank 0's
+# atomics, put and get complete -- served by the progress thread, atomics
+# as RFC 7306 requests.  The control run sends the atomics as BTL
+# messages, which only the target's MPI serves: it must see them late
+# ("incomplete"), so the first case can fail.
+passive() {     # NAME EXPECT [mpirun args...]
+    name=$1; expect=$2; shift 2
+    log=$(log_name "rma passive $name")
+    timeout "$T" $MPIRUN -np 2 --mca btl_siwarp_progress_thread 1 "$@" > "$log" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ] && grep -q "^passive: $expect\$" "$log" && ! grep -q "check failed" "$log"; then
+        ok "passive target: $name"
+    else
+        not_ok "passive target: $name (exit $rc, expected '$expect')"; diag "$log"
+    fi
+    grep -h "^passive: target saw" "$log" | sed 's/^/# /'
+}
+passive "progress thread, RFC 7306 atomics: everything completes while the target computes" \
+    ok "$OUT/mpi_passive" -d 30
+passive "control: atomics as BTL messages wait for the target's MPI" incomplete \
+    --mca btl_siwarp_rfc7306 0 "$OUT/mpi_passive" -d 3
 
 # two hosts: one or two ranks in each of two network namespaces (veth)
 why=$(netns_why)
@@ -109,6 +143,20 @@ netns_rma() {    # NAME NP BTLS [mpirun args...] PROGRAM ARGS
     fi
 }
 netns_rma "osc/rdma np=2" 2 siwarp,self --mca osc rdma "$OUT/mpi_rma" counter cas acc sync
+if [ -n "$why" ]; then
+    skip "two namespaces: passive target with the progress thread" "$why"
+else
+    log=$(log_name "rma netns passive")
+    NETNS_MPIRUN_TIMEOUT=$T "$srcdir/contrib/netns-mpirun.sh" -np 2 --mca pml ob1 \
+        --mca btl siwarp,self --bind-to none --mca osc rdma \
+        --mca btl_siwarp_progress_thread 1 "$OUT/mpi_passive" -d 30 > "$log" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ] && grep -q "^passive: ok$" "$log" && ! grep -q "check failed" "$log"; then
+        ok "two namespaces over veth: passive target with the progress thread"
+    else
+        not_ok "two namespaces over veth: passive target (exit $rc)"; diag "$log"
+    fi
+fi
 netns_rma "osc/rdma np=4" 4 siwarp,self --mca osc rdma "$OUT/mpi_rma" counter cas acc sync
 netns_rma "osc/rdma np=4, MPI_Win_create windows" 4 siwarp,self --mca osc rdma \
     "$OUT/mpi_rma" create counter cas acc sync
