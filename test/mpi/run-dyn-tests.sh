@@ -53,14 +53,42 @@ dyn_mpirun() {
         dnet="--mca btl tcp,self ${DYN_NET_tcp---mca btl_tcp_if_include lo}"
     fi
     dmark="$DYN_MARK.$(basename "$dlog")"
+    dbound=${DYN_BOUND:-$DT}
     # shellcheck disable=SC2086
-    SIWARP_DYN_MARK=$dmark NETNS_MPIRUN_TIMEOUT=${DYN_BOUND:-$DT} \
-        timeout -k 10 $((${DYN_BOUND:-$DT} + 5)) ${DYN_RUNNER:-mpirun} --mca pml ob1 \
+    SIWARP_DYN_MARK=$dmark NETNS_MPIRUN_TIMEOUT=$((dbound + 60)) \
+        timeout -k 10 $((dbound + 60)) ${DYN_RUNNER:-mpirun} --mca pml ob1 \
         --mca osc ^ucx --bind-to none ${DYN_OOB---mca oob_tcp_if_include lo} $dnet "$@" \
-        > "$dlog" 2>&1
+        > "$dlog" 2>&1 &
+    dpid=$!
+    dwaited=0
+    while kill -0 $dpid 2>/dev/null && [ $dwaited -lt "$dbound" ]; do
+        sleep 1; dwaited=$((dwaited + 1))
+    done
+    if kill -0 $dpid 2>/dev/null; then
+        # hung: where every process of the job is, into the log, then the
+        # job ends as a timeout would have ended it
+        dyn_stacks "$dmark" >> "$dlog"
+        dyn_reap "$dmark" >> "$dlog"
+        kill -s TERM $dpid 2>/dev/null
+        wait $dpid
+        return 124
+    fi
+    wait $dpid
     drc=$?
     dyn_reap "$dmark" >> "$dlog"
     return $drc
+}
+
+# dyn_stacks MARK: the stacks of every thread of every process marked MARK
+# (gdb, bounded; nothing where gdb is missing), so that a hang says where
+dyn_stacks() {
+    command -v gdb >/dev/null 2>&1 || { echo "dyn: hung; no gdb for stacks"; return 0; }
+    for p in $(grep -lsxzF "SIWARP_DYN_MARK=$1" /proc/[0-9]*/environ 2>/dev/null |
+               sed 's,^/proc/\([0-9]*\)/environ$,\1,'); do
+        echo "dyn: hung; stacks of $p: $(tr '\0' ' ' 2>/dev/null < /proc/$p/cmdline | cut -c1-160)"
+        timeout 30 gdb -p "$p" -batch -ex "thread apply all bt 20" 2>/dev/null |
+            grep -E '^(#|Thread)' | cut -c1-200
+    done
 }
 
 # dyn_verdict RC LOG PATTERN...: why the job failed (empty: it did not):
@@ -97,9 +125,11 @@ dyn_case() {
     cfirst=""
     case $cwhy in
     hung*)
-        # An intermittent hang seen once under a loaded make check (a
-        # spawn round that never came up) and not reproduced alone: one
-        # second try, reported in the TAP line with the first try's log.
+        # An intermittent hang seen once in four clean-clone runs under a
+        # loaded make check (MPI_Comm_spawn of 4 children from 2 parents
+        # never returned) and in none of 90 runs of that case under a load
+        # of 15-19 since: one second try, reported in the TAP line with the
+        # first try's log, which holds every process's stacks (dyn_stacks).
         cfirst=$cwhy
         mv "$cbase.siwarp.log" "$cbase.siwarp.try1.log"
         "$crun" siwarp "$cbase.siwarp.log" "$@"
@@ -108,7 +138,9 @@ dyn_case() {
     esac
     if [ -z "$cwhy" ]; then
         ok "dyn, siwarp: $cname${cfirst:+ (second try; the first $cfirst)}"
-        [ -n "$cfirst" ] && diag "$cbase.siwarp.try1.log"
+        # where the first try's processes stood: each one's main thread
+        [ -n "$cfirst" ] && grep -E '^(dyn: hung|#[0-9]+ .* in (PMPI_|PMIx_|ompi_|main))' \
+            "$cbase.siwarp.try1.log" | head -n 60 | sed 's/^/# /'
     else
         not_ok "dyn, siwarp: $cname ($cwhy${cref:+; the btl tcp reference failed too})"
         diag "$cbase.siwarp.log"
