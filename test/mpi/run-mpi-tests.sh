@@ -521,6 +521,7 @@ vrun first_contact_stall 2 -x SIWARP_BTL_TEST_ACCEPT_STALL_MS=100 "$OUT/mpi_onew
 vcheck $? first_contact_stall "a peer's first message read while its accepted connection is being checked: connected once" \
     "oneway reply: ok" "came before its connection was seen up" "!illegal state change"
 bad_param btl_siwarp_p2p 2
+bad_param btl_siwarp_rfc7306 2
 bad_param btl_siwarp_rx_inline -1
 bad_param btl_siwarp_srq_size -1
 bad_param btl_siwarp_srq_min_credits -1
