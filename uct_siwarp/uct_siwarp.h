@@ -92,6 +92,14 @@ typedef struct uct_siwarp_op {
     unsigned             shift;        /* AMO: 0, or 32 for the high half */
     int                  is32;
     uint64_t             *slot;        /* AMO / FLUSH: registered 8 octets */
+    struct {                           /* XOR as read, then CmpSwap until it held */
+        int      active;
+        int      counted;              /* in its ep's xor_inflight */
+        uint64_t operand;              /* shifted into its half */
+        uint64_t expect;               /* the word the CmpSwap compares with */
+        uint64_t addr;
+        uint32_t rkey;
+    } xor;
     uint8_t              hdr[];        /* AM zcopy: prefix + user header */
 } uct_siwarp_op_t;
 
@@ -149,6 +157,7 @@ struct uct_siwarp_ep {
     int               fence;             /* next WR waits for earlier Reads */
     int               rfc7306;
     int               dispatching;       /* pending requests are being called */
+    unsigned          xor_inflight;      /* XORs whose CmpSwap is yet to come */
     ucs_status_t      fail_status;       /* FAILED: why */
     int               fail_reported;     /* uct_iface_handle_ep_err called */
 };
@@ -213,6 +222,7 @@ void uct_siwarp_ep_tx_done(uct_siwarp_iface_t *iface, const struct siwarp_wc *wc
 void uct_siwarp_ep_set_failed(uct_siwarp_ep_t *ep, ucs_status_t status);
 unsigned uct_siwarp_ep_report_failures(uct_siwarp_iface_t *iface);
 ucs_status_t uct_siwarp_ep_post(uct_siwarp_ep_t *ep, struct siwarp_send_wr *wr, int needs_conn);
+ucs_status_t uct_siwarp_ep_post_internal(uct_siwarp_ep_t *ep, struct siwarp_send_wr *wr);
 int uct_siwarp_ep_has_room(uct_siwarp_ep_t *ep);
 
 /* iface: ops and slots */
@@ -240,9 +250,10 @@ ucs_status_t uct_siwarp_ep_atomic32_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode
                                           uint64_t remote_addr, uct_rkey_t rkey,
                                           uct_completion_t *comp);
 void uct_siwarp_amo_done(uct_siwarp_op_t *op);
+int  uct_siwarp_amo_xor_continue(uct_siwarp_op_t *op);
 
 #define UCT_SIWARP_AMO_OPS (UCS_BIT(UCT_ATOMIC_OP_ADD) | UCS_BIT(UCT_ATOMIC_OP_AND) | \
-                            UCS_BIT(UCT_ATOMIC_OP_OR))
+                            UCS_BIT(UCT_ATOMIC_OP_OR) | UCS_BIT(UCT_ATOMIC_OP_XOR))
 #define UCT_SIWARP_AMO_FOPS (UCT_SIWARP_AMO_OPS | UCS_BIT(UCT_ATOMIC_OP_SWAP) | \
                              UCS_BIT(UCT_ATOMIC_OP_CSWAP))
 

@@ -12,8 +12,10 @@
  * A 32-bit operation acts on its half of the containing word: masks
  * confine the swap to that half, and a masked FetchAdd with the top bits
  * of both halves as field boundaries drops the carry out of it (the other
- * half gets + 0).  XOR has no such form (it needs the old value) and is not
- * offered.  The word is in the responder's host order; both ends of a
+ * half gets + 0).  XOR has no such form (it needs the old value): it reads
+ * the word (FetchAdd 0) and then CmpSwaps it from what it read to that XOR
+ * the operand, again from the value found until the word held still in
+ * between -- atomic against every other atomic on the word.  The word is in the responder's host order; both ends of a
  * uct_siwarp connection are little-endian x86-64 here, where the low half
  * of a word is at the lower address.
  */
@@ -84,9 +86,48 @@ static ucs_status_t uct_siwarp_amo_map(uct_atomic_op_t opcode, uint64_t value, u
         a->swap      = UINT64_MAX;
         a->swap_mask = value;
         return UCS_OK;
+    case UCT_ATOMIC_OP_XOR:
+        /* the first step: read the whole word */
+        a->opcode      = SIWARP_WR_ATOMIC_FETCH_ADD;
+        a->compare_add = 0;
+        return UCS_OK;
     default:
         return UCS_ERR_UNSUPPORTED;
     }
+}
+
+/* After a step of an XOR completed (op->slot holds the word's value then):
+ * post the CmpSwap that applies it, or, if the last CmpSwap found the word
+ * it expected, finish.  1: a step is posted; 0: done (op->slot is the old
+ * value, as for any fetching atomic). */
+int uct_siwarp_amo_xor_continue(uct_siwarp_op_t *op)
+{
+    uct_siwarp_iface_t *iface = ucs_derived_of(op->ep->super.super.iface, uct_siwarp_iface_t);
+    struct siwarp_sge sge = { .addr = op->slot, .length = 8,
+                              .lkey = siwarp_mr_stag(iface->words_mr) };
+    struct siwarp_send_wr wr = { .wr_id = (uintptr_t)op, .sg_list = &sge, .num_sge = 1,
+                                 .opcode = SIWARP_WR_ATOMIC_CMP_SWP };
+    uint64_t seen = *op->slot;
+    ucs_status_t status;
+
+    if ((op->xor.active == 2) && (seen == op->xor.expect)) {
+        op->xor.active = 0;
+        return 0;                                  /* the CmpSwap held */
+    }
+    op->xor.active             = 2;
+    op->xor.expect             = seen;
+    wr.atomic.remote_addr      = op->xor.addr;
+    wr.atomic.rkey             = op->xor.rkey;
+    wr.atomic.compare_add      = seen;
+    wr.atomic.swap             = seen ^ op->xor.operand;
+    status = uct_siwarp_ep_post_internal(op->ep, &wr);
+    if (status == UCS_INPROGRESS) {
+        return 1;
+    }
+    ucs_error("siwarp: atomic xor: posting its compare-and-swap: %s", ucs_status_string(status));
+    uct_siwarp_ep_set_failed(op->ep, UCS_ERR_IO_ERROR);
+    op->xor.active = 0;
+    return 0;
 }
 
 static ucs_status_t uct_siwarp_amo_post(uct_ep_h tl_ep, uct_atomic_op_t opcode, uint64_t value,
@@ -125,6 +166,12 @@ static ucs_status_t uct_siwarp_amo_post(uct_ep_h tl_ep, uct_atomic_op_t opcode, 
     }
     op->result  = result;
     op->shift   = shift;
+    op->xor.active = (opcode == UCT_ATOMIC_OP_XOR);
+    if (op->xor.active) {
+        op->xor.operand = is32 ? ((value & 0xffffffffull) << shift) : value;
+        op->xor.addr    = remote_addr & ~7ull;
+        op->xor.rkey    = (uint32_t)rkey;
+    }
     op->is32    = is32;
     sge.addr    = op->slot;
     wr.wr_id    = (uintptr_t)op;
@@ -139,6 +186,10 @@ static ucs_status_t uct_siwarp_amo_post(uct_ep_h tl_ep, uct_atomic_op_t opcode, 
     if (status != UCS_INPROGRESS) {
         uct_siwarp_op_put(iface, op);
         return status;
+    }
+    if (op->xor.active) {
+        op->xor.counted = 1;
+        ep->xor_inflight++;
     }
     /* a non-fetching atomic is complete for UCT once posted; flush tells
      * when it executed */

@@ -93,6 +93,19 @@ ucs_status_t uct_siwarp_ep_post(uct_siwarp_ep_t *ep, struct siwarp_send_wr *wr, 
     return UCS_INPROGRESS;
 }
 
+/* A follow-up WR posted from a completion (the steps of an XOR): it takes
+ * the slot its predecessor just gave back, ahead of the pending queue. */
+ucs_status_t uct_siwarp_ep_post_internal(uct_siwarp_ep_t *ep, struct siwarp_send_wr *wr)
+{
+    ucs_status_t status;
+    int dispatching = ep->dispatching;
+
+    ep->dispatching = 1;
+    status = uct_siwarp_ep_post(ep, wr, 0);
+    ep->dispatching = dispatching;
+    return status;
+}
+
 void uct_siwarp_ep_tx_done(uct_siwarp_iface_t *iface, const struct siwarp_wc *wc)
 {
     uct_siwarp_ep_t *ep = ucs_container_of(siwarp_qp_get_context(wc->qp), uct_siwarp_ep_t,
@@ -115,9 +128,17 @@ void uct_siwarp_ep_tx_done(uct_siwarp_iface_t *iface, const struct siwarp_wc *wc
     if (op == NULL) {
         return;
     }
-    if (((op->kind == UCT_SIWARP_OP_AMO) || (op->kind == UCT_SIWARP_OP_AMO_POST)) &&
-        (status == UCS_OK)) {
-        uct_siwarp_amo_done(op);
+    if ((op->kind == UCT_SIWARP_OP_AMO) || (op->kind == UCT_SIWARP_OP_AMO_POST)) {
+        if ((status == UCS_OK) && op->xor.active && uct_siwarp_amo_xor_continue(op)) {
+            return;                   /* its next step is posted */
+        }
+        if (op->xor.counted) {
+            op->xor.counted = 0;
+            ep->xor_inflight--;
+        }
+        if (status == UCS_OK) {
+            uct_siwarp_amo_done(op);
+        }
     }
     if (op->comp != NULL) {
         uct_invoke_completion(op->comp, status);
@@ -423,7 +444,9 @@ ucs_status_t uct_siwarp_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_
     if (ep->state == UCT_SIWARP_EP_FAILED) {
         return (flags & UCT_FLUSH_FLAG_CANCEL) ? UCS_OK : ep->fail_status;
     }
-    if (!ucs_queue_is_empty(&ep->pending_q) && !ep->dispatching) {
+    if ((!ucs_queue_is_empty(&ep->pending_q) && !ep->dispatching) || ep->xor_inflight) {
+        /* an XOR's CmpSwap is posted only when its read returns: the flush
+         * Read must come after it (UCT retries from the pending queue) */
         return UCS_ERR_NO_RESOURCE;
     }
     if (!ep->unflushed) {

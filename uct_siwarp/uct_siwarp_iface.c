@@ -80,6 +80,8 @@ uct_siwarp_op_t *uct_siwarp_op_get(uct_siwarp_iface_t *iface, uct_siwarp_ep_t *e
     op->result = NULL;
     op->shift  = 0;
     op->is32   = 0;
+    op->xor.active = 0;
+    op->xor.counted = 0;
     return op;
 }
 

@@ -64,39 +64,15 @@ grep -q '^1\.\.[1-9]' "$log" && [ $rc -eq 0 ]
 result $? "uct_check ran to its plan and exited 0 (exit $rc)" "$log"
 
 # ---- ucx_perftest pairs -------------------------------------------------------
-# perftest_pair NAME ARGS...: server and client over 127.0.0.1; readiness is
-# the server's "Waiting for connection" line, read through a pipe
+. "$srcdir/test/uct/lib-perftest.sh"
 perftest_pair() {
     name=$1; shift
     plog=$(log_name "perftest $name")
-    d=$(mktemp -d)
-    mkfifo "$d/out"
-    port=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 30000))
-    # stdbuf: the server's stdout is a pipe, and its readiness line must not
-    # wait in a stdio buffer
-    timeout "$T" env LD_PRELOAD="$MOD" stdbuf -oL ucx_perftest -p $port "$@" >"$d/out" 2>&1 &
-    sp=$!
-    exec 3<"$d/out"
-    : >"$plog"
-    while IFS= read -r line <&3; do
-        echo "$line" >>"$plog"
-        case $line in *"Waiting for connection"*) break ;; esac
-    done
-    cat <&3 >>"$plog" &
-    cp=$!
-    timeout "$T" env LD_PRELOAD="$MOD" ucx_perftest 127.0.0.1 -p $port "$@" -f >"$d/client" 2>&1
-    crc=$?
-    wait $sp; src=$?
-    wait $cp
-    exec 3<&-
-    cat "$d/client" >>"$plog"
-    rm -rf "$d"
-    # the result row: iterations then numbers (percentile latency first)
-    last=$(grep -E '^ +[0-9]+ +[0-9.]+ ' "$plog" | tail -n 1)
-    if [ $crc -eq 0 ] && [ $src -eq 0 ] && [ -n "$last" ]; then
-        ok "ucx_perftest $name:$(echo "$last" | awk '{printf " median %s us, %s MB/s", $2, $6}')"
+    ucx_perftest_pair "$plog" "$@"
+    if [ $pt_crc -eq 0 ] && [ $pt_src -eq 0 ] && [ -n "$pt_row" ]; then
+        ok "ucx_perftest $name:$(echo "$pt_row" | awk '{printf " median %s us, %s MB/s", $2, $6}')"
     else
-        not_ok "ucx_perftest $name (client $crc, server $src)"; diag "$plog"
+        not_ok "ucx_perftest $name (client $pt_crc, server $pt_src)"; diag "$plog"
     fi
 }
 U="-d $DEV -x siwarp"

@@ -398,8 +398,12 @@ static void test_amo(uct_ep_h ep, region_t *dst)
     RETRY(st, uct_ep_atomic64_post(ep, UCT_ATOMIC_OP_ADD, 23, (uintptr_t)t, dst->rkey.rkey));
     check(st == UCS_OK && flush_ep(ep) == UCS_OK && *t == 123,
           "atomic64 post add: executed once flush completes");
-    check(uct_ep_atomic64_post(ep, UCT_ATOMIC_OP_XOR, 1, (uintptr_t)t, dst->rkey.rkey) ==
-          UCS_ERR_UNSUPPORTED, "atomic64 xor (not offered) says unsupported");
+    amo64(ep, dst, UCT_ATOMIC_OP_XOR, 0xff00ff00ff00ff00ull, 0x0ff00ff00ff00ff0ull,
+          0xf0f0f0f0f0f0f0f0ull, "atomic64 fetch-xor (read, then compare-and-swap)");
+    *t = 6;
+    RETRY(st, uct_ep_atomic64_post(ep, UCT_ATOMIC_OP_XOR, 3, (uintptr_t)t, dst->rkey.rkey));
+    check(st == UCS_OK && flush_ep(ep) == UCS_OK && *t == 5,
+          "atomic64 post xor: executed once flush completes");
 
     for (int hi = 0; hi < 2; hi++) {
         const char *h = hi ? "high half" : "low half";
@@ -411,6 +415,8 @@ static void test_amo(uct_ep_h ep, region_t *dst)
         amo32(ep, dst, hi, UCT_ATOMIC_OP_AND, 0xf0f0f0f0u, 0xff00ff00u, 0xf000f000u, what);
         snprintf(what, sizeof(what), "atomic32 fetch-or, %s", h);
         amo32(ep, dst, hi, UCT_ATOMIC_OP_OR, 0x1u, 0x80000000u, 0x80000001u, what);
+        snprintf(what, sizeof(what), "atomic32 fetch-xor, %s", h);
+        amo32(ep, dst, hi, UCT_ATOMIC_OP_XOR, 0x0000ffffu, 0x00ff00ffu, 0x00ffff00u, what);
         snprintf(what, sizeof(what), "atomic32 swap, %s", h);
         amo32(ep, dst, hi, UCT_ATOMIC_OP_SWAP, 3, 0x12345678u, 0x12345678u, what);
     }
