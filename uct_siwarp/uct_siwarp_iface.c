@@ -24,7 +24,7 @@ static ucs_config_field_t uct_siwarp_iface_config_table[] = {
      "of each receive buffer an accepted connection posts",
      ucs_offsetof(uct_siwarp_iface_config_t, seg_size), UCS_CONFIG_TYPE_MEMUNITS},
 
-    {"RX_QUEUE_LEN", "64",
+    {"RX_QUEUE_LEN", "256",
      "Receive buffers posted per accepted connection: the active messages a peer\n"
      "may have in flight (iWARP has no receiver-not-ready retry: RFC 5041 7.2)",
      ucs_offsetof(uct_siwarp_iface_config_t, rx_queue_len), UCS_CONFIG_TYPE_UINT},
