@@ -12,6 +12,7 @@ tshark iproute2 nftables
 clang libclang-rt-14-dev valgrind
 gnuplot-nox python3
 iperf3 qperf libfabric-bin
+libucx-dev ucx-utils dpkg-dev
 "
 
 set -e
@@ -25,19 +26,59 @@ for p in $PACKAGES; do
     esac
 done
 
-if [ -z "$missing" ]; then
-    echo "setup.sh: all packages already installed"
-    exit 0
-fi
+# uct_siwarp needs UCX's internal headers, which libucx-dev does not ship:
+# take them from Debian's own source package of the installed libucx0
+# (m4/siwarp_ucx.m4 checks the version), unpacked into uct_siwarp/ucx-src.
+# The deb-src entries are derived from the system's own deb entries, so no
+# mirror is named here.
+ucx_source() {
+    top=$(cd "$(dirname "$0")/.." && pwd)
+    dest=$top/uct_siwarp/ucx-src
+    ver=$(dpkg-query -W -f='${source:Version}' libucx0 2>/dev/null || true)
+    [ -n "$ver" ] || { echo "setup.sh: libucx0 not installed, no UCX source" >&2; return 1; }
+    if [ -f "$dest/debian/changelog" ] &&
+       [ "$(dpkg-parsechangelog -l "$dest/debian/changelog" -S Version 2>/dev/null)" = "$ver" ]; then
+        return 0
+    fi
+    if ! apt-cache showsrc ucx 2>/dev/null | grep -qx "Version: $ver"; then
+        echo "setup.sh: enabling deb-src entries (from the deb ones) for ucx $ver"
+        if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+            sed 's/^Types: deb$/Types: deb-src/' /etc/apt/sources.list.d/debian.sources |
+                $SUDO tee /etc/apt/sources.list.d/siwarp-deb-src.sources >/dev/null
+        elif [ -f /etc/apt/sources.list ]; then
+            grep '^deb ' /etc/apt/sources.list | sed 's/^deb /deb-src /' |
+                $SUDO tee /etc/apt/sources.list.d/siwarp-deb-src.list >/dev/null
+        fi
+        $SUDO apt-get update </dev/null
+    fi
+    tmp=$(mktemp -d)
+    # apt-get source runs dpkg-source -x (dpkg-dev): the patched tree
+    if ! (cd "$tmp" && apt-get source "ucx=$ver" </dev/null >"$tmp/log" 2>&1); then
+        cat "$tmp/log" >&2
+        rm -rf "$tmp"
+        echo "setup.sh: apt-get source ucx=$ver failed" >&2
+        return 1
+    fi
+    rm -rf "$dest"
+    mv "$tmp"/ucx-*/ "$dest"
+    rm -rf "$tmp"
+    echo "setup.sh: Debian's ucx $ver source in $dest"
+}
 
 SUDO=
 if [ "$(id -u)" -ne 0 ]; then
     if command -v sudo >/dev/null 2>&1; then
         SUDO=sudo
-    else
+    elif [ -n "$missing" ]; then
         echo "setup.sh: need root to install:$missing" >&2
         exit 1
     fi
+fi
+
+if [ -z "$missing" ]; then
+    echo "setup.sh: all packages already installed"
+    ucx_source
+    exit 0
 fi
 
 echo "setup.sh: installing:$missing"
@@ -51,4 +92,5 @@ echo "iperf3 iperf3/start_daemon boolean false" |
 $SUDO apt-get update </dev/null
 # shellcheck disable=SC2086
 $SUDO apt-get install -y --no-install-recommends $missing </dev/null
+ucx_source
 echo "setup.sh: done"

@@ -1,0 +1,33 @@
+# lib-perftest.sh - sourced: ucx_perftest_pair LOG ARGS... runs one
+# ucx_perftest server and client over 127.0.0.1 with the siwarp module
+# preloaded ($MOD) and every run under timeout ($T seconds).  Readiness is
+# the server's "Waiting for connection" line, read through a pipe.  Sets
+# pt_crc / pt_src (client / server exit) and pt_row (the result row, empty
+# if none): iterations, then latency percentile, average, overall, then
+# bandwidth average, overall, then message rates.
+ucx_perftest_pair() {
+    plog=$1; shift
+    d=$(mktemp -d)
+    mkfifo "$d/out"
+    port=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 30000))
+    # stdbuf: the server's stdout is a pipe, and its readiness line must not
+    # wait in a stdio buffer
+    timeout "$T" env LD_PRELOAD="$MOD" stdbuf -oL ucx_perftest -p $port "$@" >"$d/out" 2>&1 &
+    sp=$!
+    exec 3<"$d/out"
+    : >"$plog"
+    while IFS= read -r line <&3; do
+        echo "$line" >>"$plog"
+        case $line in *"Waiting for connection"*) break ;; esac
+    done
+    cat <&3 >>"$plog" &
+    cp=$!
+    timeout "$T" env LD_PRELOAD="$MOD" ucx_perftest 127.0.0.1 -p $port "$@" -f >"$d/client" 2>&1
+    pt_crc=$?
+    wait $sp; pt_src=$?
+    wait $cp
+    exec 3<&-
+    cat "$d/client" >>"$plog"
+    rm -rf "$d"
+    pt_row=$(grep -E '^ +[0-9]+ +[0-9.]+ ' "$plog" | tail -n 1)
+}

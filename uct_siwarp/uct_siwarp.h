@@ -1,0 +1,260 @@
+/*
+ * uct_siwarp.h - the siwarp UCT transport: a UCX transport over libsiwarp
+ * (RDMA Write / Read, RFC 7306 atomics, Sends for active messages), laid
+ * out as UCX's own tcp and rc transports: md (registration, rkeys), iface
+ * (capabilities, progress, event fd), cm (connections), ep (am/put/get,
+ * flush, fence, pending), amo (atomics).
+ */
+#ifndef UCT_SIWARP_H
+#define UCT_SIWARP_H
+
+#include <netinet/in.h>
+#include <net/if.h>
+
+#include <uct/base/uct_iface.h>
+#include <uct/base/uct_md.h>
+#include <ucs/datastruct/queue.h>
+#include <ucs/datastruct/list.h>
+#include <ucs/sys/math.h>
+#include <ucs/sys/string.h>
+
+#include <siwarp/siwarp.h>
+
+#define UCT_SIWARP_NAME          "siwarp"
+#define UCT_SIWARP_CONFIG_PREFIX "SIWARP_"
+
+/* Every AM travels as one Send: this prefix, then UCT's payload (for short
+ * and zcopy, the 8-octet or max_hdr header first).  8 octets so that the
+ * payload handed to the AM handler is 8-aligned in the receive buffer. */
+typedef struct uct_siwarp_am_hdr {
+    uint8_t  am_id;
+    uint8_t  pad[7];
+} uct_siwarp_am_hdr_t;
+
+/* What the two MPA private data blocks carry (RFC 5044 7.1: up to 512
+ * octets of opaque ULP data).  Little-endian host order: both ends are this
+ * module on the same architecture (the magic tells anything else apart). */
+#define UCT_SIWARP_PD_MAGIC 0x55435453u   /* "UCTS" */
+typedef struct uct_siwarp_conn_pd {
+    uint32_t magic;
+    uint32_t stag;      /* Request: the credit word; Reply: the flush word */
+    uint64_t addr;
+} uct_siwarp_conn_pd_t;
+
+/* Device and iface addresses: IPv4 address of the device, then the port of
+ * the iface's listener and the depth of each accepted QP's receive queue
+ * (the credits a new ep starts with). */
+typedef struct uct_siwarp_dev_addr {
+    uint32_t ipv4;                  /* network order */
+} UCS_S_PACKED uct_siwarp_dev_addr_t;
+
+typedef struct uct_siwarp_iface_addr {
+    uint16_t port;                  /* network order */
+    uint16_t rx_depth;
+} UCS_S_PACKED uct_siwarp_iface_addr_t;
+
+typedef struct uct_siwarp_md_config {
+    uct_md_config_t super;
+} uct_siwarp_md_config_t;
+
+typedef struct uct_siwarp_md {
+    uct_md_t          super;
+    struct siwarp_ctx *ctx;
+    struct siwarp_pd  *pd;
+} uct_siwarp_md_t;
+
+typedef struct uct_siwarp_iface_config {
+    uct_iface_config_t super;
+    size_t             seg_size;
+    unsigned           rx_queue_len;
+    unsigned           tx_queue_len;
+    unsigned           max_iov;
+    int                atomics;
+    double             llp_timeout;
+} uct_siwarp_iface_config_t;
+
+/* Kinds of signaled work request, named by the op in its wr_id. */
+enum {
+    UCT_SIWARP_OP_TX,        /* zcopy Send / Write / Read: a completion to call */
+    UCT_SIWARP_OP_FLUSH,     /* the Read that proves remote placement */
+    UCT_SIWARP_OP_AMO,       /* fetching atomic: result to store */
+    UCT_SIWARP_OP_AMO_POST,  /* non-fetching atomic */
+};
+
+typedef struct uct_siwarp_ep uct_siwarp_ep_t;
+
+typedef struct uct_siwarp_op {
+    struct uct_siwarp_op *next;        /* free list */
+    uct_siwarp_ep_t      *ep;
+    uct_completion_t     *comp;
+    void                 *result;      /* AMO: where the fetched value goes */
+    unsigned             kind;
+    unsigned             shift;        /* AMO: 0, or 32 for the high half */
+    int                  is32;
+    uint64_t             *slot;        /* AMO / FLUSH: registered 8 octets */
+    struct {                           /* XOR as read, then CmpSwap until it held */
+        int      active;
+        int      counted;              /* in its ep's xor_inflight */
+        uint64_t operand;              /* shifted into its half */
+        uint64_t expect;               /* the word the CmpSwap compares with */
+        uint64_t addr;
+        uint32_t rkey;
+    } xor;
+    uint8_t              hdr[];        /* AM zcopy: prefix + user header */
+} uct_siwarp_op_t;
+
+/* Either end of a connection: eps connect, rx conns are accepted.  The
+ * first field of both, so that a QP's context tells which one it is. */
+enum { UCT_SIWARP_CONN_EP, UCT_SIWARP_CONN_RX };
+
+typedef struct uct_siwarp_iface {
+    uct_base_iface_t       super;
+    uct_siwarp_md_t        *md;
+    struct siwarp_cq       *cq;          /* sends and receives of every QP */
+    struct siwarp_listener *listener;
+    struct sockaddr_in     addr;         /* device address, listener port */
+    char                   if_name[IFNAMSIZ];
+    int                    is_loopback;
+    uint64_t               *words;       /* the flush word, then AMO slots */
+    struct siwarp_mr       *words_mr;
+    unsigned               num_slots;
+    uint64_t               **free_slots;
+    unsigned               free_slot_count;
+    void                   *tx_buf;      /* bcopy staging (copied at post) */
+    uct_siwarp_op_t        *free_ops;
+    size_t                 op_size;
+    ucs_list_link_t        eps;
+    ucs_list_link_t        rx_conns;
+    int                    event_fd;
+    struct {
+        size_t   seg_size;               /* Send payload incl. the prefix */
+        unsigned rx_depth;
+        unsigned tx_depth;
+        unsigned max_iov;
+        int      atomics;
+        int      llp_timeout_ms;
+    } config;
+} uct_siwarp_iface_t;
+
+enum { UCT_SIWARP_EP_CONNECTING, UCT_SIWARP_EP_CONNECTED, UCT_SIWARP_EP_FAILED };
+
+struct uct_siwarp_ep {
+    uct_base_ep_t     super;
+    int               conn_kind;         /* UCT_SIWARP_CONN_EP */
+    struct siwarp_qp  *qp;
+    int               state;
+    ucs_list_link_t   list;
+    ucs_queue_head_t  pending_q;
+    uint64_t          *credit_word;      /* written by the peer: AMs it consumed */
+    struct siwarp_mr  *credit_mr;
+    uint64_t          am_sent;
+    unsigned          peer_rx_depth;
+    uint32_t          peer_flush_stag;
+    uint64_t          peer_flush_addr;
+    unsigned          tx_avail;          /* free send queue slots */
+    unsigned          outstanding;       /* signaled WRs not yet completed */
+    int               unflushed;         /* posted since the last flush Read */
+    int               fence;             /* next WR waits for earlier Reads */
+    int               rfc7306;
+    int               dispatching;       /* pending requests are being called */
+    unsigned          xor_inflight;      /* XORs whose CmpSwap is yet to come */
+    ucs_status_t      fail_status;       /* FAILED: why */
+    int               fail_reported;     /* uct_iface_handle_ep_err called */
+};
+
+typedef struct uct_siwarp_rx_conn {
+    int               conn_kind;         /* UCT_SIWARP_CONN_RX */
+    uct_siwarp_iface_t *iface;
+    struct siwarp_qp  *qp;
+    ucs_list_link_t   list;
+    void              *bufs;
+    struct siwarp_mr  *bufs_mr;
+    uint64_t          consumed;          /* AMs handed to UCT, ever */
+    uint64_t          reported;          /* last value written to the peer */
+    uint64_t          report_src;        /* inline source of that Write */
+    uint32_t          credit_stag;       /* the initiator's credit word */
+    uint64_t          credit_addr;
+    int               failed;
+} uct_siwarp_rx_conn_t;
+
+extern uct_component_t uct_siwarp_component;
+
+ucs_status_t uct_siwarp_status(int rc);
+
+/* cm */
+ucs_status_t uct_siwarp_listen(uct_siwarp_iface_t *iface);
+unsigned uct_siwarp_accept_progress(uct_siwarp_iface_t *iface);
+void uct_siwarp_rx_conn_destroy(uct_siwarp_rx_conn_t *rx);
+void uct_siwarp_rx_reap(uct_siwarp_iface_t *iface);
+unsigned uct_siwarp_rx_handle(uct_siwarp_rx_conn_t *rx, const struct siwarp_wc *wc);
+void uct_siwarp_conn_param(uct_siwarp_iface_t *iface, struct siwarp_conn_param *p);
+int  uct_siwarp_ep_check_connected(uct_siwarp_ep_t *ep);
+
+/* ep */
+UCS_CLASS_DECLARE_NEW_FUNC(uct_siwarp_ep_t, uct_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DECLARE_DELETE_FUNC(uct_siwarp_ep_t, uct_ep_t);
+ucs_status_t uct_siwarp_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
+                                    const void *payload, unsigned length);
+ucs_status_t uct_siwarp_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id, const uct_iov_t *iov,
+                                        size_t iovcnt);
+ssize_t uct_siwarp_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t pack_cb,
+                               void *arg, unsigned flags);
+ucs_status_t uct_siwarp_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
+                                    unsigned header_length, const uct_iov_t *iov,
+                                    size_t iovcnt, unsigned flags, uct_completion_t *comp);
+ucs_status_t uct_siwarp_ep_put_short(uct_ep_h tl_ep, const void *buffer, unsigned length,
+                                     uint64_t remote_addr, uct_rkey_t rkey);
+ssize_t uct_siwarp_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb, void *arg,
+                                uint64_t remote_addr, uct_rkey_t rkey);
+ucs_status_t uct_siwarp_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
+                                     uint64_t remote_addr, uct_rkey_t rkey,
+                                     uct_completion_t *comp);
+ucs_status_t uct_siwarp_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
+                                     uint64_t remote_addr, uct_rkey_t rkey,
+                                     uct_completion_t *comp);
+ucs_status_t uct_siwarp_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
+                                       unsigned flags);
+void uct_siwarp_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb, void *arg);
+ucs_status_t uct_siwarp_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp);
+ucs_status_t uct_siwarp_ep_fence(uct_ep_h tl_ep, unsigned flags);
+unsigned uct_siwarp_ep_progress_pending(uct_siwarp_ep_t *ep);
+void uct_siwarp_ep_tx_done(uct_siwarp_iface_t *iface, const struct siwarp_wc *wc);
+void uct_siwarp_ep_set_failed(uct_siwarp_ep_t *ep, ucs_status_t status);
+unsigned uct_siwarp_ep_report_failures(uct_siwarp_iface_t *iface);
+ucs_status_t uct_siwarp_ep_post(uct_siwarp_ep_t *ep, struct siwarp_send_wr *wr, int needs_conn);
+ucs_status_t uct_siwarp_ep_post_internal(uct_siwarp_ep_t *ep, struct siwarp_send_wr *wr);
+int uct_siwarp_ep_has_room(uct_siwarp_ep_t *ep);
+
+/* iface: ops and slots */
+uct_siwarp_op_t *uct_siwarp_op_get(uct_siwarp_iface_t *iface, uct_siwarp_ep_t *ep,
+                                   unsigned kind, uct_completion_t *comp);
+void uct_siwarp_op_put(uct_siwarp_iface_t *iface, uct_siwarp_op_t *op);
+
+/* amo */
+ucs_status_t uct_siwarp_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare, uint64_t swap,
+                                          uint64_t remote_addr, uct_rkey_t rkey,
+                                          uint64_t *result, uct_completion_t *comp);
+ucs_status_t uct_siwarp_ep_atomic_cswap32(uct_ep_h tl_ep, uint32_t compare, uint32_t swap,
+                                          uint64_t remote_addr, uct_rkey_t rkey,
+                                          uint32_t *result, uct_completion_t *comp);
+ucs_status_t uct_siwarp_ep_atomic64_post(uct_ep_h tl_ep, unsigned opcode, uint64_t value,
+                                         uint64_t remote_addr, uct_rkey_t rkey);
+ucs_status_t uct_siwarp_ep_atomic32_post(uct_ep_h tl_ep, unsigned opcode, uint32_t value,
+                                         uint64_t remote_addr, uct_rkey_t rkey);
+ucs_status_t uct_siwarp_ep_atomic64_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
+                                          uint64_t value, uint64_t *result,
+                                          uint64_t remote_addr, uct_rkey_t rkey,
+                                          uct_completion_t *comp);
+ucs_status_t uct_siwarp_ep_atomic32_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
+                                          uint32_t value, uint32_t *result,
+                                          uint64_t remote_addr, uct_rkey_t rkey,
+                                          uct_completion_t *comp);
+void uct_siwarp_amo_done(uct_siwarp_op_t *op);
+int  uct_siwarp_amo_xor_continue(uct_siwarp_op_t *op);
+
+#define UCT_SIWARP_AMO_OPS (UCS_BIT(UCT_ATOMIC_OP_ADD) | UCS_BIT(UCT_ATOMIC_OP_AND) | \
+                            UCS_BIT(UCT_ATOMIC_OP_OR) | UCS_BIT(UCT_ATOMIC_OP_XOR))
+#define UCT_SIWARP_AMO_FOPS (UCT_SIWARP_AMO_OPS | UCS_BIT(UCT_ATOMIC_OP_SWAP) | \
+                             UCS_BIT(UCT_ATOMIC_OP_CSWAP))
+
+#endif

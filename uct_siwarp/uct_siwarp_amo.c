@@ -1,0 +1,269 @@
+/*
+ * uct_siwarp_amo.c - UCT atomics as RFC 7306 atomic operations.
+ *
+ * RFC 7306 acts on one 8-octet, 8-aligned word (section 5.2.1): FetchAdd
+ * and CmpSwap, and the masked forms that libsiwarp carries
+ * (SIWARP_WR_ATOMIC_MASKED_*).  UCT's operations map on them:
+ *   ADD       FetchAdd
+ *   SWAP      masked CmpSwap, compare mask 0 (always equal), swap mask all
+ *   CSWAP     CmpSwap
+ *   AND x     masked CmpSwap, compare mask 0, swap 0 where x has 0 bits
+ *   OR  x     masked CmpSwap, compare mask 0, swap 1 where x has 1 bits
+ * A 32-bit operation acts on its half of the containing word: masks
+ * confine the swap to that half, and a masked FetchAdd with the top bits
+ * of both halves as field boundaries drops the carry out of it (the other
+ * half gets + 0).  XOR has no such form (it needs the old value): it reads
+ * the word (FetchAdd 0) and then CmpSwaps it from what it read to that XOR
+ * the operand, again from the value found until the word held still in
+ * between -- atomic against every other atomic on the word.  The word is in the responder's host order; both ends of a
+ * uct_siwarp connection are little-endian x86-64 here, where the low half
+ * of a word is at the lower address.
+ */
+#include "uct_siwarp.h"
+
+#include <string.h>
+
+#define UCT_SIWARP_HALF_TOPS 0x8000000080000000ull
+
+typedef struct {
+    int      opcode;          /* SIWARP_WR_ATOMIC_* */
+    uint64_t compare_add;
+    uint64_t swap;
+    uint64_t compare_add_mask;
+    uint64_t swap_mask;
+} uct_siwarp_amo_t;
+
+/* Translate one UCT atomic on a value of width 64 or 32 at remote_addr. */
+static ucs_status_t uct_siwarp_amo_map(uct_atomic_op_t opcode, uint64_t value, uint64_t compare,
+                                       int is32, uint64_t remote_addr, uct_siwarp_amo_t *a,
+                                       unsigned *shift)
+{
+    uint64_t field;
+
+    if (is32) {
+        if (remote_addr & 3) {
+            ucs_error("siwarp: 32-bit atomic at 0x%" PRIx64 " is not 4-aligned", remote_addr);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        *shift = (remote_addr & 4) ? 32 : 0;
+        field  = 0xffffffffull << *shift;
+        value  = (value & 0xffffffffull) << *shift;
+        compare = (compare & 0xffffffffull) << *shift;
+    } else {
+        if (remote_addr & 7) {
+            ucs_error("siwarp: 64-bit atomic at 0x%" PRIx64 " is not 8-aligned", remote_addr);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        *shift = 0;
+        field  = UINT64_MAX;
+    }
+    memset(a, 0, sizeof(*a));
+    switch (opcode) {
+    case UCT_ATOMIC_OP_ADD:
+        a->opcode = is32 ? SIWARP_WR_ATOMIC_MASKED_FETCH_ADD : SIWARP_WR_ATOMIC_FETCH_ADD;
+        a->compare_add      = value;
+        a->compare_add_mask = is32 ? UCT_SIWARP_HALF_TOPS : 0;
+        return UCS_OK;
+    case UCT_ATOMIC_OP_SWAP:
+        a->opcode    = SIWARP_WR_ATOMIC_MASKED_CMP_SWP;
+        a->swap      = value;
+        a->swap_mask = field;
+        return UCS_OK;
+    case UCT_ATOMIC_OP_CSWAP:
+        a->opcode           = is32 ? SIWARP_WR_ATOMIC_MASKED_CMP_SWP : SIWARP_WR_ATOMIC_CMP_SWP;
+        a->compare_add      = compare;
+        a->compare_add_mask = field;
+        a->swap             = value;
+        a->swap_mask        = field;
+        return UCS_OK;
+    case UCT_ATOMIC_OP_AND:
+        a->opcode    = SIWARP_WR_ATOMIC_MASKED_CMP_SWP;
+        a->swap      = 0;
+        a->swap_mask = field & ~value;
+        return UCS_OK;
+    case UCT_ATOMIC_OP_OR:
+        a->opcode    = SIWARP_WR_ATOMIC_MASKED_CMP_SWP;
+        a->swap      = UINT64_MAX;
+        a->swap_mask = value;
+        return UCS_OK;
+    case UCT_ATOMIC_OP_XOR:
+        /* the first step: read the whole word */
+        a->opcode      = SIWARP_WR_ATOMIC_FETCH_ADD;
+        a->compare_add = 0;
+        return UCS_OK;
+    default:
+        return UCS_ERR_UNSUPPORTED;
+    }
+}
+
+/* After a step of an XOR completed (op->slot holds the word's value then):
+ * post the CmpSwap that applies it, or, if the last CmpSwap found the word
+ * it expected, finish.  1: a step is posted; 0: done (op->slot is the old
+ * value, as for any fetching atomic). */
+int uct_siwarp_amo_xor_continue(uct_siwarp_op_t *op)
+{
+    uct_siwarp_iface_t *iface = ucs_derived_of(op->ep->super.super.iface, uct_siwarp_iface_t);
+    struct siwarp_sge sge = { .addr = op->slot, .length = 8,
+                              .lkey = siwarp_mr_stag(iface->words_mr) };
+    struct siwarp_send_wr wr = { .wr_id = (uintptr_t)op, .sg_list = &sge, .num_sge = 1,
+                                 .opcode = SIWARP_WR_ATOMIC_CMP_SWP };
+    uint64_t seen = *op->slot;
+    ucs_status_t status;
+
+    if ((op->xor.active == 2) && (seen == op->xor.expect)) {
+        op->xor.active = 0;
+        return 0;                                  /* the CmpSwap held */
+    }
+    op->xor.active             = 2;
+    op->xor.expect             = seen;
+    wr.atomic.remote_addr      = op->xor.addr;
+    wr.atomic.rkey             = op->xor.rkey;
+    wr.atomic.compare_add      = seen;
+    wr.atomic.swap             = seen ^ op->xor.operand;
+    status = uct_siwarp_ep_post_internal(op->ep, &wr);
+    if (status == UCS_INPROGRESS) {
+        return 1;
+    }
+    ucs_error("siwarp: atomic xor: posting its compare-and-swap: %s", ucs_status_string(status));
+    uct_siwarp_ep_set_failed(op->ep, UCS_ERR_IO_ERROR);
+    op->xor.active = 0;
+    return 0;
+}
+
+static ucs_status_t uct_siwarp_amo_post(uct_ep_h tl_ep, uct_atomic_op_t opcode, uint64_t value,
+                                        uint64_t compare, int is32, void *result,
+                                        uint64_t remote_addr, uct_rkey_t rkey,
+                                        uct_completion_t *comp)
+{
+    uct_siwarp_ep_t *ep = ucs_derived_of(tl_ep, uct_siwarp_ep_t);
+    uct_siwarp_iface_t *iface = ucs_derived_of(tl_ep->iface, uct_siwarp_iface_t);
+    struct siwarp_sge sge = { .length = 8, .lkey = siwarp_mr_stag(iface->words_mr) };
+    struct siwarp_send_wr wr = { .sg_list = &sge, .num_sge = 1 };
+    uct_siwarp_amo_t a;
+    uct_siwarp_op_t *op;
+    ucs_status_t status;
+    unsigned shift;
+    int rc;
+
+    status = uct_siwarp_amo_map(opcode, value, compare, is32, remote_addr, &a, &shift);
+    if (status != UCS_OK) {
+        return status;
+    }
+    rc = uct_siwarp_ep_check_connected(ep);
+    if (rc == 0) {
+        return UCS_ERR_NO_RESOURCE;          /* RFC 7306 or not is known at RTS */
+    } else if (rc < 0) {
+        return ep->fail_status;
+    }
+    if (!ep->rfc7306) {
+        ucs_error("siwarp: the peer did not negotiate RFC 7306 atomics");
+        return UCS_ERR_UNSUPPORTED;
+    }
+    op = uct_siwarp_op_get(iface, ep, (result != NULL) ? UCT_SIWARP_OP_AMO :
+                           UCT_SIWARP_OP_AMO_POST, comp);
+    if (op == NULL) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    op->result  = result;
+    op->shift   = shift;
+    op->xor.active = (opcode == UCT_ATOMIC_OP_XOR);
+    if (op->xor.active) {
+        op->xor.operand = is32 ? ((value & 0xffffffffull) << shift) : value;
+        op->xor.addr    = remote_addr & ~7ull;
+        op->xor.rkey    = (uint32_t)rkey;
+    }
+    op->is32    = is32;
+    sge.addr    = op->slot;
+    wr.wr_id    = (uintptr_t)op;
+    wr.opcode   = a.opcode;
+    wr.atomic.remote_addr      = remote_addr & ~7ull;
+    wr.atomic.rkey             = (uint32_t)rkey;
+    wr.atomic.compare_add      = a.compare_add;
+    wr.atomic.swap             = a.swap;
+    wr.atomic.compare_add_mask = a.compare_add_mask;
+    wr.atomic.swap_mask        = a.swap_mask;
+    status = uct_siwarp_ep_post(ep, &wr, 1);
+    if (status != UCS_INPROGRESS) {
+        uct_siwarp_op_put(iface, op);
+        return status;
+    }
+    if (op->xor.active) {
+        op->xor.counted = 1;
+        ep->xor_inflight++;
+    }
+    /* a non-fetching atomic is complete for UCT once posted; flush tells
+     * when it executed */
+    return (result != NULL) ? UCS_INPROGRESS : UCS_OK;
+}
+
+void uct_siwarp_amo_done(uct_siwarp_op_t *op)
+{
+    uint64_t old = *op->slot;
+
+    if (op->result == NULL) {
+        return;
+    }
+    if (op->is32) {
+        *(uint32_t*)op->result = (uint32_t)(old >> op->shift);
+    } else {
+        *(uint64_t*)op->result = old;
+    }
+}
+
+ucs_status_t uct_siwarp_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare, uint64_t swap,
+                                          uint64_t remote_addr, uct_rkey_t rkey,
+                                          uint64_t *result, uct_completion_t *comp)
+{
+    return uct_siwarp_amo_post(tl_ep, UCT_ATOMIC_OP_CSWAP, swap, compare, 0, result,
+                               remote_addr, rkey, comp);
+}
+
+ucs_status_t uct_siwarp_ep_atomic_cswap32(uct_ep_h tl_ep, uint32_t compare, uint32_t swap,
+                                          uint64_t remote_addr, uct_rkey_t rkey,
+                                          uint32_t *result, uct_completion_t *comp)
+{
+    return uct_siwarp_amo_post(tl_ep, UCT_ATOMIC_OP_CSWAP, swap, compare, 1, result,
+                               remote_addr, rkey, comp);
+}
+
+/* UCT's post and fetch entry points, both widths: which opcodes each has */
+static ucs_status_t uct_siwarp_amo_entry(uct_ep_h tl_ep, unsigned opcode, uint64_t value,
+                                         int is32, void *result, uint64_t remote_addr,
+                                         uct_rkey_t rkey, uct_completion_t *comp)
+{
+    uint64_t allowed = (result == NULL) ? UCT_SIWARP_AMO_OPS :
+                       (UCT_SIWARP_AMO_FOPS & ~UCS_BIT(UCT_ATOMIC_OP_CSWAP));
+
+    if (!(UCS_BIT(opcode) & allowed)) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+    return uct_siwarp_amo_post(tl_ep, opcode, value, 0, is32, result, remote_addr, rkey, comp);
+}
+
+ucs_status_t uct_siwarp_ep_atomic64_post(uct_ep_h tl_ep, unsigned opcode, uint64_t value,
+                                         uint64_t remote_addr, uct_rkey_t rkey)
+{
+    return uct_siwarp_amo_entry(tl_ep, opcode, value, 0, NULL, remote_addr, rkey, NULL);
+}
+
+ucs_status_t uct_siwarp_ep_atomic32_post(uct_ep_h tl_ep, unsigned opcode, uint32_t value,
+                                         uint64_t remote_addr, uct_rkey_t rkey)
+{
+    return uct_siwarp_amo_entry(tl_ep, opcode, value, 1, NULL, remote_addr, rkey, NULL);
+}
+
+ucs_status_t uct_siwarp_ep_atomic64_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
+                                          uint64_t value, uint64_t *result,
+                                          uint64_t remote_addr, uct_rkey_t rkey,
+                                          uct_completion_t *comp)
+{
+    return uct_siwarp_amo_entry(tl_ep, opcode, value, 0, result, remote_addr, rkey, comp);
+}
+
+ucs_status_t uct_siwarp_ep_atomic32_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
+                                          uint32_t value, uint32_t *result,
+                                          uint64_t remote_addr, uct_rkey_t rkey,
+                                          uct_completion_t *comp)
+{
+    return uct_siwarp_amo_entry(tl_ep, opcode, value, 1, result, remote_addr, rkey, comp);
+}

@@ -1,0 +1,609 @@
+/*
+ * uct_siwarp_ep.c - an endpoint: its queue pair, connected to the peer
+ * iface's listener; active messages as Sends, put as RDMA Write, get as
+ * RDMA Read (RFC 5040 4.3, 4.4), flush, fence and the pending queue.
+ */
+#include "uct_siwarp.h"
+
+#include <uct/base/uct_iov.inl>
+
+#include <errno.h>
+#include <string.h>
+#include <arpa/inet.h>
+
+static uct_siwarp_iface_t *ep_iface(uct_siwarp_ep_t *ep)
+{
+    return ucs_derived_of(ep->super.super.iface, uct_siwarp_iface_t);
+}
+
+void uct_siwarp_ep_set_failed(uct_siwarp_ep_t *ep, ucs_status_t status)
+{
+    if (ep->state != UCT_SIWARP_EP_FAILED) {
+        ep->state       = UCT_SIWARP_EP_FAILED;
+        ep->fail_status = status;
+    }
+}
+
+/* UCP may destroy an ep from its error handler: call it outside any loop
+ * over completions, one ep per pass. */
+unsigned uct_siwarp_ep_report_failures(uct_siwarp_iface_t *iface)
+{
+    uct_siwarp_ep_t *ep;
+
+    ucs_list_for_each(ep, &iface->eps, list) {
+        if ((ep->state == UCT_SIWARP_EP_FAILED) && !ep->fail_reported) {
+            ep->fail_reported = 1;
+            uct_iface_handle_ep_err(&iface->super.super, &ep->super.super, ep->fail_status);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int uct_siwarp_ep_has_room(uct_siwarp_ep_t *ep)
+{
+    return (ep->tx_avail > 0) &&
+           (ep->dispatching || ucs_queue_is_empty(&ep->pending_q));
+}
+
+/* Post one WR.  Every WR is signaled, so that each send queue slot comes
+ * back through a completion; a lone one that libsiwarp completed within the
+ * post (SIWARP_SEND_COMPLETE_AT_POST) returns 1 and leaves nothing behind.
+ * Returns UCS_OK (done at post), UCS_INPROGRESS (a completion will come),
+ * UCS_ERR_NO_RESOURCE, or an error. */
+ucs_status_t uct_siwarp_ep_post(uct_siwarp_ep_t *ep, struct siwarp_send_wr *wr, int needs_conn)
+{
+    struct siwarp_send_wr *bad;
+    int rc;
+
+    if (ep->state == UCT_SIWARP_EP_FAILED) {
+        return ep->fail_status;
+    }
+    if (!uct_siwarp_ep_has_room(ep)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    if (needs_conn) {
+        rc = uct_siwarp_ep_check_connected(ep);
+        if (rc == 0) {
+            return UCS_ERR_NO_RESOURCE;
+        } else if (rc < 0) {
+            return ep->fail_status;
+        }
+    }
+    wr->send_flags |= SIWARP_SEND_SIGNALED;
+    if (ep->fence) {
+        /* RFC 5040 6.4: a fenced WR waits until the Reads before it have
+         * completed; Sends and Writes are already ordered on the stream */
+        wr->send_flags |= SIWARP_SEND_FENCE;
+    }
+    rc = siwarp_post_send(ep->qp, wr, &bad);
+    if (rc < 0) {
+        if (rc == -ENOMEM) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+        ucs_error("siwarp: siwarp_post_send: %s", strerror(-rc));
+        return uct_siwarp_status(rc);
+    }
+    ep->fence    = 0;
+    ep->unflushed = 1;
+    if (rc == 1) {
+        return UCS_OK;
+    }
+    ep->tx_avail--;
+    return UCS_INPROGRESS;
+}
+
+/* A follow-up WR posted from a completion (the steps of an XOR): it takes
+ * the slot its predecessor just gave back, ahead of the pending queue. */
+ucs_status_t uct_siwarp_ep_post_internal(uct_siwarp_ep_t *ep, struct siwarp_send_wr *wr)
+{
+    ucs_status_t status;
+    int dispatching = ep->dispatching;
+
+    ep->dispatching = 1;
+    status = uct_siwarp_ep_post(ep, wr, 0);
+    ep->dispatching = dispatching;
+    return status;
+}
+
+void uct_siwarp_ep_tx_done(uct_siwarp_iface_t *iface, const struct siwarp_wc *wc)
+{
+    uct_siwarp_ep_t *ep = ucs_container_of(siwarp_qp_get_context(wc->qp), uct_siwarp_ep_t,
+                                           conn_kind);
+    uct_siwarp_op_t *op = (uct_siwarp_op_t*)(uintptr_t)wc->wr_id;
+    ucs_status_t status = UCS_OK;
+
+    ep->tx_avail++;
+    if (wc->status != SIWARP_WC_SUCCESS) {
+        status = (wc->status == SIWARP_WC_REM_ACCESS_ERR) ? UCS_ERR_INVALID_ADDR :
+                 UCS_ERR_CONNECTION_RESET;
+        if (ep->state != UCT_SIWARP_EP_FAILED) {
+            ucs_error("siwarp: %s on %s: %s%s%s", (op && op->kind == UCT_SIWARP_OP_FLUSH) ?
+                      "flush" : "work request", iface->if_name,
+                      siwarp_wc_status_str(wc->status), wc->vendor_err ? ": " : "",
+                      wc->vendor_err ? siwarp_term_str(wc->vendor_err) : "");
+        }
+        uct_siwarp_ep_set_failed(ep, status);
+    }
+    if (op == NULL) {
+        return;
+    }
+    if ((op->kind == UCT_SIWARP_OP_AMO) || (op->kind == UCT_SIWARP_OP_AMO_POST)) {
+        if ((status == UCS_OK) && op->xor.active && uct_siwarp_amo_xor_continue(op)) {
+            return;                   /* its next step is posted */
+        }
+        if (op->xor.counted) {
+            op->xor.counted = 0;
+            ep->xor_inflight--;
+        }
+        if (status == UCS_OK) {
+            uct_siwarp_amo_done(op);
+        }
+    }
+    if (op->comp != NULL) {
+        uct_invoke_completion(op->comp, status);
+    }
+    uct_siwarp_op_put(iface, op);
+}
+
+/* ---- active messages ------------------------------------------------------ */
+
+static ucs_status_t uct_siwarp_ep_am_credit(uct_siwarp_ep_t *ep)
+{
+    /* the peer's Write of its consumed count lands here at any progress */
+    uint64_t consumed = *(volatile uint64_t*)ep->credit_word;
+
+    return (ep->am_sent - consumed < ep->peer_rx_depth) ? UCS_OK : UCS_ERR_NO_RESOURCE;
+}
+
+static ucs_status_t uct_siwarp_ep_am_send(uct_siwarp_ep_t *ep, struct siwarp_sge *sge, int nsge,
+                                          int send_flags, uct_siwarp_op_t *op)
+{
+    struct siwarp_send_wr wr = {
+        .wr_id      = (uintptr_t)op,
+        .sg_list    = sge,
+        .num_sge    = nsge,
+        .opcode     = SIWARP_WR_SEND,
+        .send_flags = send_flags | SIWARP_SEND_COMPLETE_AT_POST,
+    };
+    ucs_status_t status;
+
+    status = uct_siwarp_ep_am_credit(ep);
+    if (status != UCS_OK) {
+        return status;
+    }
+    status = uct_siwarp_ep_post(ep, &wr, 0);
+    if ((status == UCS_OK) || (status == UCS_INPROGRESS)) {
+        ep->am_sent++;
+    }
+    return status;
+}
+
+ucs_status_t uct_siwarp_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
+                                    const void *payload, unsigned length)
+{
+    uct_siwarp_ep_t *ep = ucs_derived_of(tl_ep, uct_siwarp_ep_t);
+    struct {
+        uct_siwarp_am_hdr_t am;
+        uint64_t            header;
+    } h = { .am = { .am_id = id }, .header = header };
+    struct siwarp_sge sge[2] = {
+        { .addr = &h,             .length = sizeof(h) },
+        { .addr = (void*)payload, .length = length },
+    };
+    ucs_status_t status;
+
+    UCT_CHECK_AM_ID(id);
+    UCT_CHECK_LENGTH(sizeof(header) + length, 0,
+                     ep_iface(ep)->config.seg_size - sizeof(uct_siwarp_am_hdr_t), "am_short");
+    status = uct_siwarp_ep_am_send(ep, sge, length ? 2 : 1, SIWARP_SEND_INLINE, NULL);
+    return (status == UCS_INPROGRESS) ? UCS_OK : status;   /* the payload was copied */
+}
+
+ucs_status_t uct_siwarp_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id, const uct_iov_t *iov,
+                                        size_t iovcnt)
+{
+    uct_siwarp_ep_t *ep       = ucs_derived_of(tl_ep, uct_siwarp_ep_t);
+    uct_siwarp_iface_t *iface = ep_iface(ep);
+    uct_siwarp_am_hdr_t h     = { .am_id = id };
+    struct siwarp_sge sge[iface->config.max_iov];
+    ucs_status_t status;
+    size_t i, total = 0;
+
+    UCT_CHECK_AM_ID(id);
+    UCT_CHECK_IOV_SIZE(iovcnt, (size_t)iface->config.max_iov - 1, "am_short_iov");
+    sge[0].addr   = &h;
+    sge[0].length = sizeof(h);
+    for (i = 0; i < iovcnt; i++) {
+        sge[1 + i].addr   = iov[i].buffer;
+        sge[1 + i].length = (uint32_t)uct_iov_get_length(&iov[i]);
+        total            += sge[1 + i].length;
+    }
+    UCT_CHECK_LENGTH(total, 0, iface->config.seg_size - sizeof(h), "am_short_iov");
+    status = uct_siwarp_ep_am_send(ep, sge, 1 + (int)iovcnt, SIWARP_SEND_INLINE, NULL);
+    return (status == UCS_INPROGRESS) ? UCS_OK : status;   /* the payload was copied */
+}
+
+ssize_t uct_siwarp_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t pack_cb,
+                               void *arg, unsigned flags)
+{
+    uct_siwarp_ep_t *ep       = ucs_derived_of(tl_ep, uct_siwarp_ep_t);
+    uct_siwarp_iface_t *iface = ep_iface(ep);
+    uct_siwarp_am_hdr_t *hdr  = iface->tx_buf;
+    struct siwarp_sge sge     = { .addr = iface->tx_buf };
+    ucs_status_t status;
+    size_t length;
+
+    UCT_CHECK_AM_ID(id);
+    /* resources first: a packed message cannot be taken back */
+    if ((uct_siwarp_ep_am_credit(ep) != UCS_OK) || !uct_siwarp_ep_has_room(ep)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    memset(hdr, 0, sizeof(*hdr));
+    hdr->am_id = id;
+    length     = pack_cb(hdr + 1, arg);
+    ucs_assertv(length <= iface->config.seg_size - sizeof(*hdr), "am_bcopy packed %zu", length);
+    sge.length = (uint32_t)(sizeof(*hdr) + length);
+    status     = uct_siwarp_ep_am_send(ep, &sge, 1, SIWARP_SEND_INLINE, NULL);
+    if ((status != UCS_OK) && (status != UCS_INPROGRESS)) {
+        return status;
+    }
+    return length;
+}
+
+/* Fill SGEs from a UCT iov: the lkey of each entry's registration, or, for
+ * memory that came without one, libsiwarp's unregistered Send / Write. */
+static int uct_siwarp_iov_sges(const uct_iov_t *iov, size_t iovcnt, struct siwarp_sge *sge,
+                               int *unregistered, size_t *total)
+{
+    size_t i;
+    int n = 0;
+
+    *total = 0;
+    for (i = 0; i < iovcnt; i++) {
+        size_t len = uct_iov_get_length(&iov[i]);
+
+        if (len == 0) {
+            continue;
+        }
+        sge[n].addr   = iov[i].buffer;
+        sge[n].length = (uint32_t)len;
+        if (iov[i].memh != UCT_MEM_HANDLE_NULL) {
+            sge[n].lkey = siwarp_mr_stag((struct siwarp_mr*)iov[i].memh);
+        } else {
+            sge[n].lkey   = 0;
+            *unregistered = 1;
+        }
+        *total += len;
+        n++;
+    }
+    return n;
+}
+
+ucs_status_t uct_siwarp_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
+                                    unsigned header_length, const uct_iov_t *iov,
+                                    size_t iovcnt, unsigned flags, uct_completion_t *comp)
+{
+    uct_siwarp_ep_t *ep       = ucs_derived_of(tl_ep, uct_siwarp_ep_t);
+    uct_siwarp_iface_t *iface = ep_iface(ep);
+    struct siwarp_sge sge[iface->config.max_iov];
+    uct_siwarp_am_hdr_t *hdr;
+    uct_siwarp_op_t *op;
+    ucs_status_t status;
+    int unregistered = 1, n;
+    size_t total;
+
+    UCT_CHECK_AM_ID(id);
+    UCT_CHECK_IOV_SIZE(iovcnt, (size_t)iface->config.max_iov - 1, "am_zcopy");
+    UCT_CHECK_LENGTH(header_length, 0, 128, "am_zcopy header");
+    n = 1 + uct_siwarp_iov_sges(iov, iovcnt, &sge[1], &unregistered, &total);
+    UCT_CHECK_LENGTH(header_length + total, 0,
+                     iface->config.seg_size - sizeof(*hdr), "am_zcopy");
+    op = uct_siwarp_op_get(iface, ep, UCT_SIWARP_OP_TX, comp);
+    if (op == NULL) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    hdr = (uct_siwarp_am_hdr_t*)op->hdr;
+    memset(hdr, 0, sizeof(*hdr));
+    hdr->am_id = id;
+    memcpy(hdr + 1, header, header_length);
+    sge[0].addr   = op->hdr;
+    sge[0].length = sizeof(*hdr) + header_length;
+    /* the header lives in unregistered memory: the whole Send goes so (soft
+     * backend; the iface does not offer am_zcopy on a verbs device) */
+    status = uct_siwarp_ep_am_send(ep, sge, n, SIWARP_SEND_UNREGISTERED, op);
+    if (status != UCS_INPROGRESS) {
+        uct_siwarp_op_put(iface, op);
+    }
+    return status;
+}
+
+/* ---- RDMA Write and Read --------------------------------------------------- */
+
+/* put short and bcopy: one RDMA Write whose payload libsiwarp copies at
+ * post time, so UCT may count it done on return (local completion). */
+static ucs_status_t uct_siwarp_ep_write_inline(uct_siwarp_ep_t *ep, void *buf, size_t length,
+                                               uint64_t remote_addr, uct_rkey_t rkey)
+{
+    struct siwarp_sge sge    = { .addr = buf, .length = (uint32_t)length };
+    struct siwarp_send_wr wr = {
+        .sg_list    = &sge,
+        .num_sge    = 1,
+        .opcode     = SIWARP_WR_WRITE,
+        .send_flags = SIWARP_SEND_INLINE | SIWARP_SEND_COMPLETE_AT_POST,
+    };
+    ucs_status_t status;
+
+    wr.rdma.remote_addr = remote_addr;
+    wr.rdma.rkey        = (uint32_t)rkey;
+    status = uct_siwarp_ep_post(ep, &wr, 0);
+    return (status == UCS_INPROGRESS) ? UCS_OK : status;
+}
+
+ucs_status_t uct_siwarp_ep_put_short(uct_ep_h tl_ep, const void *buffer, unsigned length,
+                                     uint64_t remote_addr, uct_rkey_t rkey)
+{
+    uct_siwarp_ep_t *ep = ucs_derived_of(tl_ep, uct_siwarp_ep_t);
+
+    UCT_CHECK_LENGTH(length, 0, ep_iface(ep)->config.seg_size, "put_short");
+    return uct_siwarp_ep_write_inline(ep, (void*)buffer, length, remote_addr, rkey);
+}
+
+ssize_t uct_siwarp_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb, void *arg,
+                                uint64_t remote_addr, uct_rkey_t rkey)
+{
+    uct_siwarp_ep_t *ep       = ucs_derived_of(tl_ep, uct_siwarp_ep_t);
+    uct_siwarp_iface_t *iface = ep_iface(ep);
+    ucs_status_t status;
+    size_t length;
+
+    if (!uct_siwarp_ep_has_room(ep)) {
+        return UCS_ERR_NO_RESOURCE;      /* a packed buffer cannot be taken back */
+    }
+    length = pack_cb(iface->tx_buf, arg);
+    status = uct_siwarp_ep_write_inline(ep, iface->tx_buf, length, remote_addr, rkey);
+    return (status == UCS_OK) ? (ssize_t)length : status;
+}
+
+static ucs_status_t uct_siwarp_ep_rdma_zcopy(uct_siwarp_ep_t *ep, int opcode, const uct_iov_t *iov,
+                                             size_t iovcnt, uint64_t remote_addr,
+                                             uct_rkey_t rkey, uct_completion_t *comp)
+{
+    uct_siwarp_iface_t *iface = ep_iface(ep);
+    struct siwarp_sge sge[iface->config.max_iov];
+    struct siwarp_send_wr wr = { .sg_list = sge, .opcode = opcode };
+    uct_siwarp_op_t *op;
+    ucs_status_t status;
+    int unregistered = 0;
+    size_t total;
+
+    UCT_CHECK_IOV_SIZE(iovcnt, (size_t)iface->config.max_iov, "put/get_zcopy");
+    wr.num_sge = uct_siwarp_iov_sges(iov, iovcnt, sge, &unregistered, &total);
+    if (unregistered) {
+        if (opcode == SIWARP_WR_READ) {
+            /* a Read places into the local MR named by the lkey */
+            ucs_error("siwarp: get_zcopy into memory without a registration");
+            return UCS_ERR_INVALID_PARAM;
+        }
+        wr.send_flags |= SIWARP_SEND_UNREGISTERED;
+    }
+    if (wr.num_sge == 0) {
+        return UCS_OK;
+    }
+    op = uct_siwarp_op_get(iface, ep, UCT_SIWARP_OP_TX, comp);
+    if (op == NULL) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    wr.wr_id            = (uintptr_t)op;
+    wr.rdma.remote_addr = remote_addr;
+    wr.rdma.rkey        = (uint32_t)rkey;
+    if (opcode == SIWARP_WR_WRITE) {
+        wr.send_flags |= SIWARP_SEND_COMPLETE_AT_POST;
+    }
+    status = uct_siwarp_ep_post(ep, &wr, 0);
+    if (status != UCS_INPROGRESS) {
+        uct_siwarp_op_put(iface, op);
+    }
+    return status;
+}
+
+ucs_status_t uct_siwarp_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
+                                     uint64_t remote_addr, uct_rkey_t rkey,
+                                     uct_completion_t *comp)
+{
+    return uct_siwarp_ep_rdma_zcopy(ucs_derived_of(tl_ep, uct_siwarp_ep_t), SIWARP_WR_WRITE,
+                                    iov, iovcnt, remote_addr, rkey, comp);
+}
+
+ucs_status_t uct_siwarp_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
+                                     uint64_t remote_addr, uct_rkey_t rkey,
+                                     uct_completion_t *comp)
+{
+    return uct_siwarp_ep_rdma_zcopy(ucs_derived_of(tl_ep, uct_siwarp_ep_t), SIWARP_WR_READ,
+                                    iov, iovcnt, remote_addr, rkey, comp);
+}
+
+/* ---- flush, fence, pending -------------------------------------------------- */
+
+/* An RDMA Write completes locally once its data is handed to TCP, which is
+ * not placement at the peer.  A flush therefore posts an 8-octet RDMA Read
+ * of the peer iface's flush word: the peer answers a Read Request only after
+ * what came before it on the stream (RFC 5040 5.5 ordering; the responder
+ * processes the stream in order), and Read Responses come back in request
+ * order, so the Read's completion proves every earlier Send, Write and
+ * atomic of this ep was placed or executed remotely. */
+ucs_status_t uct_siwarp_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp)
+{
+    uct_siwarp_ep_t *ep       = ucs_derived_of(tl_ep, uct_siwarp_ep_t);
+    uct_siwarp_iface_t *iface = ep_iface(ep);
+    struct siwarp_sge sge     = { .length = 8, .lkey = siwarp_mr_stag(iface->words_mr) };
+    struct siwarp_send_wr wr  = { .sg_list = &sge, .num_sge = 1, .opcode = SIWARP_WR_READ };
+    uct_siwarp_op_t *op;
+    ucs_status_t status;
+
+    if (ep->state == UCT_SIWARP_EP_FAILED) {
+        return (flags & UCT_FLUSH_FLAG_CANCEL) ? UCS_OK : ep->fail_status;
+    }
+    if ((!ucs_queue_is_empty(&ep->pending_q) && !ep->dispatching) || ep->xor_inflight) {
+        /* an XOR's CmpSwap is posted only when its read returns: the flush
+         * Read must come after it (UCT retries from the pending queue) */
+        return UCS_ERR_NO_RESOURCE;
+    }
+    if (!ep->unflushed) {
+        if (ep->tx_avail == iface->config.tx_depth) {
+            return UCS_OK;
+        }
+        if (comp == NULL) {
+            return UCS_INPROGRESS;     /* a flush Read already covers it all */
+        }
+    }
+    op = uct_siwarp_op_get(iface, ep, UCT_SIWARP_OP_FLUSH, comp);
+    if (op == NULL) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    sge.addr            = op->slot;
+    wr.wr_id            = (uintptr_t)op;
+    wr.rdma.remote_addr = ep->peer_flush_addr;
+    wr.rdma.rkey        = ep->peer_flush_stag;
+    status = uct_siwarp_ep_post(ep, &wr, 1);   /* the flush word is known once connected */
+    if (status != UCS_INPROGRESS) {
+        uct_siwarp_op_put(iface, op);
+        return status;
+    }
+    ep->unflushed = 0;
+    return UCS_INPROGRESS;
+}
+
+ucs_status_t uct_siwarp_ep_fence(uct_ep_h tl_ep, unsigned flags)
+{
+    ucs_derived_of(tl_ep, uct_siwarp_ep_t)->fence = 1;
+    return UCS_OK;
+}
+
+ucs_status_t uct_siwarp_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req, unsigned flags)
+{
+    uct_siwarp_ep_t *ep = ucs_derived_of(tl_ep, uct_siwarp_ep_t);
+
+    uct_pending_req_queue_push(&ep->pending_q, req);
+    return UCS_OK;
+}
+
+void uct_siwarp_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb, void *arg)
+{
+    uct_siwarp_ep_t *ep = ucs_derived_of(tl_ep, uct_siwarp_ep_t);
+    uct_pending_req_priv_queue_t UCS_V_UNUSED *priv;
+    uct_pending_purge_callback_t fn = (cb != NULL) ? cb :
+                                      (uct_pending_purge_callback_t)ucs_empty_function;
+
+    uct_pending_queue_purge(priv, &ep->pending_q, 1, fn, arg);
+}
+
+unsigned uct_siwarp_ep_progress_pending(uct_siwarp_ep_t *ep)
+{
+    uct_pending_req_priv_queue_t *priv;
+    unsigned count = 0;
+
+    if (ep->state == UCT_SIWARP_EP_CONNECTING) {
+        uct_siwarp_ep_check_connected(ep);
+    }
+    ep->dispatching = 1;
+    uct_pending_queue_dispatch(priv, &ep->pending_q, (ep->tx_avail > 0) && (++count > 0));
+    ep->dispatching = 0;
+    return count;
+}
+
+/* ---- create / destroy ------------------------------------------------------------ */
+
+static UCS_CLASS_INIT_FUNC(uct_siwarp_ep_t, const uct_ep_params_t *params)
+{
+    uct_siwarp_iface_t *iface = ucs_derived_of(params->iface, uct_siwarp_iface_t);
+    const uct_siwarp_dev_addr_t *da;
+    const uct_siwarp_iface_addr_t *ia;
+    struct siwarp_qp_init_attr attr = {
+        .send_cq     = iface->cq,
+        .recv_cq     = iface->cq,
+        .max_send_wr = iface->config.tx_depth,
+        .max_recv_wr = 1,
+        .max_sge     = iface->config.max_iov,
+        .max_inline  = (uint32_t)iface->config.seg_size,
+    };
+    struct siwarp_conn_param p;
+    uct_siwarp_conn_pd_t cpd;
+    struct sockaddr_in sin;
+    int rc;
+
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
+    UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
+    da = (const uct_siwarp_dev_addr_t*)params->dev_addr;
+    ia = (const uct_siwarp_iface_addr_t*)params->iface_addr;
+    if (ia->rx_depth == 0) {
+        ucs_error("siwarp: the peer's iface address offers no receive buffers");
+        return UCS_ERR_INVALID_ADDR;
+    }
+
+    memset((char*)self + sizeof(self->super), 0, sizeof(*self) - sizeof(self->super));
+    self->conn_kind     = UCT_SIWARP_CONN_EP;
+    self->state         = UCT_SIWARP_EP_CONNECTING;
+    self->tx_avail      = iface->config.tx_depth;
+    self->peer_rx_depth = ia->rx_depth;
+    ucs_queue_head_init(&self->pending_q);
+
+    self->credit_word = ucs_calloc(1, 64, "siwarp credit word")   /* a cache line of its own */;
+    if (self->credit_word == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    rc = siwarp_reg_mr(iface->md->pd, self->credit_word, sizeof(uint64_t),
+                       SIWARP_ACCESS_LOCAL_WRITE | SIWARP_ACCESS_REMOTE_WRITE, &self->credit_mr);
+    if (rc < 0) {
+        ucs_error("siwarp: registering the credit word: %s", strerror(-rc));
+        goto err_free;
+    }
+    rc = siwarp_create_qp(iface->md->pd, &attr, &self->qp);
+    if (rc < 0) {
+        ucs_error("siwarp: siwarp_create_qp: %s", strerror(-rc));
+        goto err_dereg;
+    }
+    siwarp_qp_set_context(self->qp, &self->conn_kind);
+
+    cpd.magic = UCT_SIWARP_PD_MAGIC;
+    cpd.stag  = siwarp_mr_stag(self->credit_mr);
+    cpd.addr  = (uintptr_t)self->credit_word;
+    uct_siwarp_conn_param(iface, &p);
+    p.private_data     = &cpd;
+    p.private_data_len = sizeof(cpd);
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family      = AF_INET;
+    sin.sin_addr.s_addr = da->ipv4;
+    sin.sin_port        = ia->port;
+    /* asynchronous: Sends and Writes posted meanwhile wait in the QP */
+    rc = siwarp_connect(self->qp, (struct sockaddr*)&sin, sizeof(sin), &p);
+    if (rc < 0) {
+        ucs_error("siwarp: siwarp_connect to %s:%u: %s", inet_ntoa(sin.sin_addr),
+                  ntohs(sin.sin_port), strerror(-rc));
+        goto err_qp;
+    }
+    ucs_list_add_tail(&iface->eps, &self->list);
+    return UCS_OK;
+
+err_qp:
+    siwarp_destroy_qp(self->qp);
+err_dereg:
+    siwarp_dereg_mr(self->credit_mr);
+err_free:
+    ucs_free(self->credit_word);
+    return uct_siwarp_status(rc);
+}
+
+static UCS_CLASS_CLEANUP_FUNC(uct_siwarp_ep_t)
+{
+    uct_siwarp_ep_pending_purge(&self->super.super, NULL, NULL);
+    ucs_list_del(&self->list);
+    /* closes the connection and drops its completions still queued */
+    siwarp_destroy_qp(self->qp);
+    siwarp_dereg_mr(self->credit_mr);
+    ucs_free(self->credit_word);
+}
+
+UCS_CLASS_DEFINE(uct_siwarp_ep_t, uct_base_ep_t);
+UCS_CLASS_DEFINE_NEW_FUNC(uct_siwarp_ep_t, uct_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DEFINE_DELETE_FUNC(uct_siwarp_ep_t, uct_ep_t);

@@ -1,0 +1,571 @@
+/*
+ * uct_siwarp_iface.c - the siwarp interface: its configuration table (the
+ * UCX_SIWARP_* variables), devices (the host's IPv4 interfaces, as UCX's
+ * tcp transport lists them), capabilities, progress and event fd.
+ */
+#include "uct_siwarp.h"
+
+#include <errno.h>
+#include <ifaddrs.h>
+#include <poll.h>
+#include <string.h>
+#include <arpa/inet.h>
+
+#define UCT_SIWARP_MAX_HDR   128     /* am_zcopy header, copied into the op */
+#define UCT_SIWARP_MAX_ZCOPY (1ul << 30)
+#define UCT_SIWARP_POLL      16
+
+static ucs_config_field_t uct_siwarp_iface_config_table[] = {
+    {"", "MAX_NUM_EPS=inf", NULL, ucs_offsetof(uct_siwarp_iface_config_t, super),
+     UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
+
+    {"SEG_SIZE", "8kb",
+     "Largest active message (short, bcopy, zcopy with its header), and the size\n"
+     "of each receive buffer an accepted connection posts",
+     ucs_offsetof(uct_siwarp_iface_config_t, seg_size), UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"RX_QUEUE_LEN", "256",
+     "Receive buffers posted per accepted connection: the active messages a peer\n"
+     "may have in flight (iWARP has no receiver-not-ready retry: RFC 5041 7.2)",
+     ucs_offsetof(uct_siwarp_iface_config_t, rx_queue_len), UCS_CONFIG_TYPE_UINT},
+
+    {"TX_QUEUE_LEN", "256",
+     "Send queue depth of each endpoint's queue pair",
+     ucs_offsetof(uct_siwarp_iface_config_t, tx_queue_len), UCS_CONFIG_TYPE_UINT},
+
+    {"MAX_IOV", "8",
+     "Largest iovcnt of a zero-copy operation",
+     ucs_offsetof(uct_siwarp_iface_config_t, max_iov), UCS_CONFIG_TYPE_UINT},
+
+    {"ATOMICS", "y",
+     "Offer RFC 7306 atomics (a siwarp peer on the software backend executes them)",
+     ucs_offsetof(uct_siwarp_iface_config_t, atomics), UCS_CONFIG_TYPE_BOOL},
+
+    {"LLP_TIMEOUT", "30s",
+     "A connected peer that stops answering fails its endpoint after this long\n"
+     "(TCP keepalive and TCP_USER_TIMEOUT, siwarp_conn_param.llp_timeout_ms)",
+     ucs_offsetof(uct_siwarp_iface_config_t, llp_timeout), UCS_CONFIG_TYPE_TIME},
+
+    {NULL}
+};
+
+/* ---- work request bookkeeping ------------------------------------------ */
+
+uct_siwarp_op_t *uct_siwarp_op_get(uct_siwarp_iface_t *iface, uct_siwarp_ep_t *ep,
+                                   unsigned kind, uct_completion_t *comp)
+{
+    uct_siwarp_op_t *op = iface->free_ops;
+
+    if (op != NULL) {
+        iface->free_ops = op->next;
+    } else {
+        op = ucs_malloc(iface->op_size, "uct_siwarp_op");
+        if (op == NULL) {
+            return NULL;
+        }
+    }
+    op->slot = NULL;
+    if ((kind == UCT_SIWARP_OP_AMO) || (kind == UCT_SIWARP_OP_AMO_POST) ||
+        (kind == UCT_SIWARP_OP_FLUSH)) {
+        if (iface->free_slot_count == 0) {
+            op->next = iface->free_ops;
+            iface->free_ops = op;
+            return NULL;
+        }
+        op->slot = iface->free_slots[--iface->free_slot_count];
+    }
+    op->ep     = ep;
+    op->kind   = kind;
+    op->comp   = comp;
+    op->result = NULL;
+    op->shift  = 0;
+    op->is32   = 0;
+    op->xor.active = 0;
+    op->xor.counted = 0;
+    return op;
+}
+
+void uct_siwarp_op_put(uct_siwarp_iface_t *iface, uct_siwarp_op_t *op)
+{
+    if (op->slot != NULL) {
+        iface->free_slots[iface->free_slot_count++] = op->slot;
+    }
+    op->next        = iface->free_ops;
+    iface->free_ops = op;
+}
+
+/* ---- devices and addresses --------------------------------------------- */
+
+static int uct_siwarp_if_addr(const char *name, struct sockaddr_in *sin, int *loopback)
+{
+    struct ifaddrs *ifa, *i;
+    int found = 0;
+
+    if (getifaddrs(&ifa) < 0) {
+        return -errno;
+    }
+    for (i = ifa; i != NULL; i = i->ifa_next) {
+        if ((i->ifa_addr != NULL) && (i->ifa_addr->sa_family == AF_INET) &&
+            (i->ifa_flags & IFF_UP) && !strcmp(i->ifa_name, name)) {
+            memcpy(sin, i->ifa_addr, sizeof(*sin));
+            *loopback = !!(i->ifa_flags & IFF_LOOPBACK);
+            found = 1;
+            break;
+        }
+    }
+    freeifaddrs(ifa);
+    return found ? 0 : -ENODEV;
+}
+
+static ucs_status_t uct_siwarp_query_devices(uct_md_h md, uct_tl_device_resource_t **devices_p,
+                                             unsigned *num_devices_p)
+{
+    uct_tl_device_resource_t *devices = NULL, *tmp;
+    struct ifaddrs *ifa, *i;
+    unsigned n = 0, k;
+
+    if (getifaddrs(&ifa) < 0) {
+        ucs_error("siwarp: getifaddrs: %m");
+        return UCS_ERR_IO_ERROR;
+    }
+    for (i = ifa; i != NULL; i = i->ifa_next) {
+        if ((i->ifa_addr == NULL) || (i->ifa_addr->sa_family != AF_INET) ||
+            !(i->ifa_flags & IFF_UP) || !(i->ifa_flags & IFF_RUNNING)) {
+            continue;
+        }
+        for (k = 0; k < n; k++) {              /* an alias: listed once */
+            if (!strcmp(devices[k].name, i->ifa_name)) {
+                break;
+            }
+        }
+        if (k < n) {
+            continue;
+        }
+        tmp = ucs_realloc(devices, sizeof(*devices) * (n + 1), "siwarp devices");
+        if (tmp == NULL) {
+            ucs_free(devices);
+            freeifaddrs(ifa);
+            return UCS_ERR_NO_MEMORY;
+        }
+        devices = tmp;
+        ucs_strncpy_zero(devices[n].name, i->ifa_name, sizeof(devices[n].name));
+        devices[n].type       = UCT_DEVICE_TYPE_NET;
+        devices[n].sys_device = UCS_SYS_DEVICE_ID_UNKNOWN;
+        n++;
+    }
+    freeifaddrs(ifa);
+    *devices_p     = devices;
+    *num_devices_p = n;
+    return UCS_OK;
+}
+
+static ucs_status_t uct_siwarp_iface_get_device_address(uct_iface_h tl_iface,
+                                                        uct_device_addr_t *addr)
+{
+    uct_siwarp_iface_t *iface = ucs_derived_of(tl_iface, uct_siwarp_iface_t);
+
+    ((uct_siwarp_dev_addr_t*)addr)->ipv4 = iface->addr.sin_addr.s_addr;
+    return UCS_OK;
+}
+
+static ucs_status_t uct_siwarp_iface_get_address(uct_iface_h tl_iface, uct_iface_addr_t *addr)
+{
+    uct_siwarp_iface_t *iface    = ucs_derived_of(tl_iface, uct_siwarp_iface_t);
+    uct_siwarp_iface_addr_t *ia  = (uct_siwarp_iface_addr_t*)addr;
+
+    ia->port     = iface->addr.sin_port;
+    ia->rx_depth = (uint16_t)iface->config.rx_depth;
+    return UCS_OK;
+}
+
+/* A loopback address reaches only a loopback device (of this host, as UCX's
+ * tcp transport assumes); any other IPv4 address is tried by TCP. */
+static int uct_siwarp_iface_is_reachable(const uct_iface_h tl_iface,
+                                         const uct_device_addr_t *dev_addr,
+                                         const uct_iface_addr_t *iface_addr)
+{
+    uct_siwarp_iface_t *iface = ucs_derived_of(tl_iface, uct_siwarp_iface_t);
+    uint32_t ip;
+
+    if (dev_addr == NULL) {
+        return 0;
+    }
+    ip = ntohl(((const uct_siwarp_dev_addr_t*)dev_addr)->ipv4);
+    return ((ip >> 24) == 127) == iface->is_loopback;
+}
+
+/* ---- capabilities -------------------------------------------------------- */
+
+static ucs_status_t uct_siwarp_iface_query(uct_iface_h tl_iface, uct_iface_attr_t *attr)
+{
+    uct_siwarp_iface_t *iface = ucs_derived_of(tl_iface, uct_siwarp_iface_t);
+    size_t am_max             = iface->config.seg_size - sizeof(uct_siwarp_am_hdr_t);
+
+    uct_base_iface_query(&iface->super, attr);
+
+    attr->device_addr_len = sizeof(uct_siwarp_dev_addr_t);
+    attr->iface_addr_len  = sizeof(uct_siwarp_iface_addr_t);
+    attr->ep_addr_len     = 0;
+    /* Connect to iface: an iWARP connection is a TCP connection to a
+     * listening port followed by the MPA exchange (RFC 5044 7), so the
+     * listener's IP and port are all an initiator needs, as for UCX's tcp
+     * transport.  UCT's connect-to-ep would need both ends to exchange ep
+     * addresses and then still have one side listen and one connect. */
+    attr->cap.flags = UCT_IFACE_FLAG_CONNECT_TO_IFACE | UCT_IFACE_FLAG_AM_SHORT |
+                      UCT_IFACE_FLAG_AM_BCOPY | UCT_IFACE_FLAG_AM_ZCOPY |
+                      UCT_IFACE_FLAG_PUT_SHORT | UCT_IFACE_FLAG_PUT_BCOPY |
+                      UCT_IFACE_FLAG_PUT_ZCOPY | UCT_IFACE_FLAG_GET_ZCOPY |
+                      UCT_IFACE_FLAG_PENDING | UCT_IFACE_FLAG_CB_SYNC |
+                      UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE;
+    attr->cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP | UCT_IFACE_FLAG_EVENT_RECV |
+                            UCT_IFACE_FLAG_EVENT_FD;
+
+    attr->cap.am.max_short       = am_max;
+    attr->cap.am.max_bcopy       = am_max;
+    attr->cap.am.min_zcopy       = 0;
+    attr->cap.am.max_zcopy       = am_max;
+    attr->cap.am.max_hdr         = ucs_min(UCT_SIWARP_MAX_HDR, am_max);
+    attr->cap.am.max_iov         = iface->config.max_iov - 1;   /* one SGE: prefix + header */
+    attr->cap.am.opt_zcopy_align = 1;
+    attr->cap.am.align_mtu       = 1;
+
+    attr->cap.put.max_short       = iface->config.seg_size;
+    attr->cap.put.max_bcopy       = iface->config.seg_size;
+    attr->cap.put.min_zcopy       = 0;
+    attr->cap.put.max_zcopy       = UCT_SIWARP_MAX_ZCOPY;
+    attr->cap.put.opt_zcopy_align = 1;
+    attr->cap.put.align_mtu       = 1;
+    attr->cap.put.max_iov         = iface->config.max_iov;
+
+    attr->cap.get.min_zcopy       = 1;
+    attr->cap.get.max_zcopy       = UCT_SIWARP_MAX_ZCOPY;
+    attr->cap.get.opt_zcopy_align = 1;
+    attr->cap.get.align_mtu       = 1;
+    /* libsiwarp's verbs backend scatters a Read into one SGE only */
+    attr->cap.get.max_iov         = strcmp(siwarp_ctx_backend(iface->md->ctx), "soft") ?
+                                    1 : iface->config.max_iov;
+
+    if (strcmp(siwarp_ctx_backend(iface->md->ctx), "soft")) {
+        /* a verbs device: an AM zcopy header in unregistered memory cannot
+         * go out (SIWARP_SEND_UNREGISTERED is software only), and an RNIC
+         * has no RFC 7306 through libsiwarp */
+        attr->cap.flags &= ~UCT_IFACE_FLAG_AM_ZCOPY;
+    } else if (iface->config.atomics) {
+        /* The responder executes RFC 7306 atomics with the CPU's atomic
+         * instructions (common/qp_ext.c), so they are atomic against its own
+         * CPU atomics and against every other QP's atomics. */
+        attr->cap.flags          |= UCT_IFACE_FLAG_ATOMIC_CPU | UCT_IFACE_FLAG_ATOMIC_DEVICE;
+        attr->cap.atomic32.op_flags  = UCT_SIWARP_AMO_OPS;
+        attr->cap.atomic32.fop_flags = UCT_SIWARP_AMO_FOPS;
+        attr->cap.atomic64.op_flags  = UCT_SIWARP_AMO_OPS;
+        attr->cap.atomic64.fop_flags = UCT_SIWARP_AMO_FOPS;
+    }
+
+    attr->latency             = ucs_linear_func_make(iface->is_loopback ? 10e-6 : 20e-6, 0);
+    attr->bandwidth.dedicated = 0;
+    attr->bandwidth.shared    = iface->is_loopback ? 2e9 : 1e9;
+    attr->overhead            = 2e-6;
+    attr->priority            = 0;
+    return UCS_OK;
+}
+
+/* ---- progress and events -------------------------------------------------- */
+
+static unsigned uct_siwarp_iface_progress(uct_iface_h tl_iface)
+{
+    uct_siwarp_iface_t *iface = ucs_derived_of(tl_iface, uct_siwarp_iface_t);
+    struct siwarp_wc wc[UCT_SIWARP_POLL];
+    uct_siwarp_ep_t *ep, *tmp;
+    unsigned count = 0;
+    int n, i, *kind;
+
+    n = siwarp_poll_cq(iface->cq, UCT_SIWARP_POLL, wc);
+    if (n < 0) {
+        ucs_error("siwarp: siwarp_poll_cq: %s", strerror(-n));
+        n = 0;
+    }
+    for (i = 0; i < n; i++) {
+        kind = (int*)siwarp_qp_get_context(wc[i].qp);
+        if (kind == NULL) {
+            continue;
+        }
+        if (*kind == UCT_SIWARP_CONN_RX) {
+            count += uct_siwarp_rx_handle(ucs_container_of(kind, uct_siwarp_rx_conn_t,
+                                                           conn_kind), &wc[i]);
+        } else {
+            uct_siwarp_ep_tx_done(iface, &wc[i]);
+            count++;
+        }
+    }
+    uct_siwarp_rx_reap(iface);
+    count += uct_siwarp_accept_progress(iface);
+    ucs_list_for_each_safe(ep, tmp, &iface->eps, list) {
+        if (ep->state == UCT_SIWARP_EP_CONNECTING) {
+            uct_siwarp_ep_check_connected(ep);    /* a refused connect fails the ep */
+        }
+        if (!ucs_queue_is_empty(&ep->pending_q)) {
+            count += uct_siwarp_ep_progress_pending(ep);
+        }
+    }
+    return count + uct_siwarp_ep_report_failures(iface);
+}
+
+static ucs_status_t uct_siwarp_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p)
+{
+    uct_siwarp_iface_t *iface = ucs_derived_of(tl_iface, uct_siwarp_iface_t);
+
+    if (iface->event_fd < 0) {
+        iface->event_fd = siwarp_ctx_fd(iface->md->ctx);
+        if (iface->event_fd < 0) {
+            ucs_error("siwarp: siwarp_ctx_fd: %s", strerror(-iface->event_fd));
+            return uct_siwarp_status(iface->event_fd);
+        }
+    }
+    *fd_p = iface->event_fd;
+    return UCS_OK;
+}
+
+/* The context's fd is an epoll set over every socket, level-triggered: what
+ * arrives after this check wakes the fd.  What libsiwarp already took from
+ * the sockets sits in the CQ (its fd tells) or the listener's queue. */
+static ucs_status_t uct_siwarp_iface_event_arm(uct_iface_h tl_iface, unsigned events)
+{
+    uct_siwarp_iface_t *iface = ucs_derived_of(tl_iface, uct_siwarp_iface_t);
+    struct pollfd pfd;
+    int rc;
+
+    rc = siwarp_progress(iface->md->ctx);
+    if (rc < 0) {
+        return uct_siwarp_status(rc);
+    }
+    if (rc > 0) {
+        return UCS_ERR_BUSY;
+    }
+    pfd.fd      = siwarp_cq_fd(iface->cq);
+    pfd.events  = POLLIN;
+    pfd.revents = 0;
+    if ((pfd.fd >= 0) && (poll(&pfd, 1, 0) > 0)) {
+        return UCS_ERR_BUSY;
+    }
+    return UCS_OK;
+}
+
+static ucs_status_t uct_siwarp_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                           uct_completion_t *comp)
+{
+    uct_siwarp_iface_t *iface = ucs_derived_of(tl_iface, uct_siwarp_iface_t);
+    ucs_status_t status, ret = UCS_OK;
+    uct_siwarp_ep_t *ep;
+
+    if (comp != NULL) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+    ucs_list_for_each(ep, &iface->eps, list) {
+        status = uct_siwarp_ep_flush(&ep->super.super, flags, NULL);
+        if (status == UCS_INPROGRESS || status == UCS_ERR_NO_RESOURCE) {
+            ret = UCS_INPROGRESS;
+        } else if (status != UCS_OK) {
+            return status;
+        }
+    }
+    return ret;
+}
+
+static ucs_status_t uct_siwarp_iface_fence(uct_iface_h tl_iface, unsigned flags)
+{
+    uct_siwarp_iface_t *iface = ucs_derived_of(tl_iface, uct_siwarp_iface_t);
+    uct_siwarp_ep_t *ep;
+
+    ucs_list_for_each(ep, &iface->eps, list) {
+        uct_siwarp_ep_fence(&ep->super.super, flags);
+    }
+    return UCS_OK;
+}
+
+static UCS_CLASS_DECLARE_DELETE_FUNC(uct_siwarp_iface_t, uct_iface_t);
+
+static uct_iface_ops_t uct_siwarp_iface_ops = {
+    .ep_am_short              = uct_siwarp_ep_am_short,
+    .ep_am_short_iov          = uct_siwarp_ep_am_short_iov,
+    .ep_am_bcopy              = uct_siwarp_ep_am_bcopy,
+    .ep_am_zcopy              = uct_siwarp_ep_am_zcopy,
+    .ep_put_short             = uct_siwarp_ep_put_short,
+    .ep_put_bcopy             = uct_siwarp_ep_put_bcopy,
+    .ep_put_zcopy             = uct_siwarp_ep_put_zcopy,
+    .ep_get_zcopy             = uct_siwarp_ep_get_zcopy,
+    .ep_atomic_cswap64        = uct_siwarp_ep_atomic_cswap64,
+    .ep_atomic_cswap32        = uct_siwarp_ep_atomic_cswap32,
+    .ep_atomic64_post         = uct_siwarp_ep_atomic64_post,
+    .ep_atomic32_post         = uct_siwarp_ep_atomic32_post,
+    .ep_atomic64_fetch        = uct_siwarp_ep_atomic64_fetch,
+    .ep_atomic32_fetch        = uct_siwarp_ep_atomic32_fetch,
+    .ep_pending_add           = uct_siwarp_ep_pending_add,
+    .ep_pending_purge         = uct_siwarp_ep_pending_purge,
+    .ep_flush                 = uct_siwarp_ep_flush,
+    .ep_fence                 = uct_siwarp_ep_fence,
+    .ep_create                = UCS_CLASS_NEW_FUNC_NAME(uct_siwarp_ep_t),
+    .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(uct_siwarp_ep_t),
+    .iface_flush              = uct_siwarp_iface_flush,
+    .iface_fence              = uct_siwarp_iface_fence,
+    .iface_progress_enable    = uct_base_iface_progress_enable,
+    .iface_progress_disable   = uct_base_iface_progress_disable,
+    .iface_progress           = uct_siwarp_iface_progress,
+    .iface_event_fd_get       = uct_siwarp_iface_event_fd_get,
+    .iface_event_arm          = uct_siwarp_iface_event_arm,
+    .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(uct_siwarp_iface_t),
+    .iface_query              = uct_siwarp_iface_query,
+    .iface_get_address        = uct_siwarp_iface_get_address,
+    .iface_get_device_address = uct_siwarp_iface_get_device_address,
+    .iface_is_reachable       = uct_siwarp_iface_is_reachable
+};
+
+/* The flush word (remote side of every flush Read), then one 8-octet slot
+ * per fetching atomic or flush in flight: a registered region because an
+ * RFC 7306 response and a Read Response are placed into an SGE with an lkey. */
+static ucs_status_t uct_siwarp_iface_words_init(uct_siwarp_iface_t *self)
+{
+    unsigned i;
+    int rc;
+
+    self->num_slots = self->config.tx_depth * 4;
+    self->words = ucs_calloc(self->num_slots + 1, sizeof(uint64_t), "siwarp words");
+    self->free_slots = ucs_calloc(self->num_slots, sizeof(uint64_t*), "siwarp slots");
+    if ((self->words == NULL) || (self->free_slots == NULL)) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    rc = siwarp_reg_mr(self->md->pd, self->words, (self->num_slots + 1) * sizeof(uint64_t),
+                       SIWARP_ACCESS_LOCAL_WRITE | SIWARP_ACCESS_REMOTE_READ, &self->words_mr);
+    if (rc < 0) {
+        ucs_error("siwarp: registering the flush word: %s", strerror(-rc));
+        return uct_siwarp_status(rc);
+    }
+    for (i = 0; i < self->num_slots; i++) {
+        self->free_slots[i] = &self->words[1 + i];
+    }
+    self->free_slot_count = self->num_slots;
+    return UCS_OK;
+}
+
+/* Bad values of UCX_SIWARP_* stop the iface with a message naming them. */
+static ucs_status_t uct_siwarp_iface_config_verify(const uct_siwarp_iface_config_t *c)
+{
+    const struct {
+        const char *name;
+        size_t     value, min, max;
+    } range[] = {
+        {"SEG_SIZE",     c->seg_size,     64, 65536},
+        {"RX_QUEUE_LEN", c->rx_queue_len, 2,  4096},   /* iface address: 16 bits */
+        {"TX_QUEUE_LEN", c->tx_queue_len, 4,  16384},
+        {"MAX_IOV",      c->max_iov,      2,  64},
+    };
+    size_t i;
+
+    for (i = 0; i < ucs_static_array_size(range); i++) {
+        if ((range[i].value < range[i].min) || (range[i].value > range[i].max)) {
+            ucs_error("siwarp: UCX_SIWARP_%s=%zu: must be %zu .. %zu", range[i].name,
+                      range[i].value, range[i].min, range[i].max);
+            return UCS_ERR_INVALID_PARAM;
+        }
+    }
+    return UCS_OK;
+}
+
+static UCS_CLASS_INIT_FUNC(uct_siwarp_iface_t, uct_md_h tl_md, uct_worker_h worker,
+                           const uct_iface_params_t *params,
+                           const uct_iface_config_t *tl_config)
+{
+    uct_siwarp_iface_config_t *config = ucs_derived_of(tl_config, uct_siwarp_iface_config_t);
+    ucs_status_t status;
+    int rc;
+
+    UCT_CHECK_PARAM(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE,
+                    "UCT_IFACE_PARAM_FIELD_OPEN_MODE is not defined");
+    if (!(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE)) {
+        ucs_error("siwarp: only UCT_IFACE_OPEN_MODE_DEVICE is supported");
+        return UCS_ERR_UNSUPPORTED;
+    }
+    status = uct_siwarp_iface_config_verify(config);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &uct_siwarp_iface_ops,
+                              &uct_base_iface_internal_ops, tl_md, worker, params,
+                              tl_config UCS_STATS_ARG(params->stats_root)
+                              UCS_STATS_ARG(params->mode.device.dev_name));
+
+    /* UCS classes are not zeroed: everything the cleanup looks at first */
+    memset((char*)self + sizeof(self->super), 0, sizeof(*self) - sizeof(self->super));
+    self->md                    = ucs_derived_of(tl_md, uct_siwarp_md_t);
+    self->config.seg_size       = config->seg_size;
+    self->config.rx_depth       = config->rx_queue_len;
+    self->config.tx_depth       = config->tx_queue_len;
+    self->config.max_iov        = config->max_iov;
+    self->config.atomics        = config->atomics;
+    self->config.llp_timeout_ms = (int)ucs_min(config->llp_timeout * 1000.0, (double)INT32_MAX);
+    self->event_fd              = -1;
+    self->op_size               = sizeof(uct_siwarp_op_t) + sizeof(uct_siwarp_am_hdr_t) +
+                                  UCT_SIWARP_MAX_HDR;
+    ucs_list_head_init(&self->eps);
+    ucs_list_head_init(&self->rx_conns);
+    ucs_strncpy_zero(self->if_name, params->mode.device.dev_name, sizeof(self->if_name));
+
+    rc = uct_siwarp_if_addr(self->if_name, &self->addr, &self->is_loopback);
+    if (rc < 0) {
+        ucs_error("siwarp: device %s has no IPv4 address", self->if_name);
+        return UCS_ERR_NO_DEVICE;
+    }
+    self->tx_buf = ucs_malloc(self->config.seg_size, "siwarp tx_buf");
+    if (self->tx_buf == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    rc = siwarp_create_cq(self->md->ctx, 256, &self->cq);
+    if (rc < 0) {
+        ucs_error("siwarp: siwarp_create_cq: %s", strerror(-rc));
+        return uct_siwarp_status(rc);
+    }
+    status = uct_siwarp_iface_words_init(self);
+    if (status != UCS_OK) {
+        return status;
+    }
+    return uct_siwarp_listen(self);
+}
+
+static UCS_CLASS_CLEANUP_FUNC(uct_siwarp_iface_t)
+{
+    uct_siwarp_rx_conn_t *rx, *tmp;
+    uct_siwarp_op_t *op;
+
+    uct_base_iface_progress_disable(&self->super.super,
+                                    UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    ucs_list_for_each_safe(rx, tmp, &self->rx_conns, list) {
+        uct_siwarp_rx_conn_destroy(rx);
+    }
+    if (self->listener != NULL) {
+        siwarp_listener_destroy(self->listener);
+    }
+    if (self->words_mr != NULL) {
+        siwarp_dereg_mr(self->words_mr);
+    }
+    if (self->cq != NULL) {
+        siwarp_destroy_cq(self->cq);
+    }
+    while ((op = self->free_ops) != NULL) {
+        self->free_ops = op->next;
+        ucs_free(op);
+    }
+    ucs_free(self->words);
+    ucs_free(self->free_slots);
+    ucs_free(self->tx_buf);
+}
+
+UCS_CLASS_DEFINE(uct_siwarp_iface_t, uct_base_iface_t);
+static UCS_CLASS_DEFINE_NEW_FUNC(uct_siwarp_iface_t, uct_iface_t, uct_md_h, uct_worker_h,
+                                 const uct_iface_params_t*, const uct_iface_config_t*);
+static UCS_CLASS_DEFINE_DELETE_FUNC(uct_siwarp_iface_t, uct_iface_t);
+
+UCT_TL_DEFINE_ENTRY(&uct_siwarp_component, siwarp, uct_siwarp_query_devices,
+                    uct_siwarp_iface_t, UCT_SIWARP_CONFIG_PREFIX,
+                    uct_siwarp_iface_config_table, uct_siwarp_iface_config_t);
+
+UCT_SINGLE_TL_INIT(&uct_siwarp_component, siwarp, ctor,,)
