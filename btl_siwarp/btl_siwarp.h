@@ -163,6 +163,10 @@ enum {
     MCA_BTL_SIWARP_CONN_DUP      = 1,  /* simultaneous connect: use the other one */
     MCA_BTL_SIWARP_CONN_UNKNOWN  = 2,  /* acceptor has no such peer, or the request
                                           proved nothing: carries no mac */
+    MCA_BTL_SIWARP_CONN_CHALLENGE = 3, /* reject: the acceptor (a verbs device, which
+                                          cannot hold the first message back) wants
+                                          a request over its nonce first;
+                                          request: answers that challenge */
 };
 typedef struct mca_btl_siwarp_conn_pd_t {
     uint32_t magic;

@@ -28,6 +28,20 @@
  *      replayed exchange cannot answer a fresh N_R.  A failure closes the
  *      connection, places nothing and costs R one hash.
  * Each mac is compared in constant time.  Nettle provides HMAC-SHA256.
+ *
+ * An acceptor on a verbs device cannot do step 3: the RNIC places Writes
+ * and delivers Sends before the BTL sees a byte.  So it proves freshness
+ * before it accepts anything, with a challenge round:
+ *   2'. R -> I, MPA Reject (no QP accepted): conn_pd with reason CHALLENGE,
+ *      a fresh nonce C, mac = HMAC(K, "REP" || pd without mac || N_I);
+ *      R keeps C, valid for btl_siwarp_connect_timeout, for one use.
+ *   1'. I -> R, a new MPA Request (attempt + 1) with reason CHALLENGE and
+ *        mac = HMAC(K, "REQ" || pd without mac || C).
+ *      R checks it as in 1, over C; C is spent.  The request is fresh (C
+ *      is), so R accepts with no first message due: a replay of it finds C
+ *      spent, a replay of the first request finds its attempt old.
+ * A verbs acceptor thus admits a QP only after the proof: the cost is one
+ * more TCP connection and MPA exchange per connection it accepts.
  */
 #include "btl_siwarp.h"
 #include "btl_siwarp_endpoint.h"
@@ -172,6 +186,8 @@ static int addressed_to_me(const mca_btl_siwarp_conn_pd_t *pd)
 
 void mca_btl_siwarp_auth_sign_request(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_conn_pd_t *pd)
 {
+    int answer = MCA_BTL_SIWARP_ANSWER_DUE == ep->auth_answer_state;
+
     set_peer(ep, pd);
     pd->attempt = htobe64(++ep->auth_out_attempt);
     if (OPAL_SUCCESS != fill_random(ep->auth_out_nonce, sizeof(ep->auth_out_nonce))) {
@@ -179,24 +195,47 @@ void mca_btl_siwarp_auth_sign_request(mca_btl_siwarp_endpoint_t *ep, mca_btl_siw
         memset(ep->auth_out_nonce, 0, sizeof(ep->auth_out_nonce));
     }
     memcpy(pd->nonce, ep->auth_out_nonce, sizeof(pd->nonce));
-    pd_mac(ep, "REQ", pd, NULL, 0, pd->mac);
+    if (answer) {
+        pd->reason = MCA_BTL_SIWARP_CONN_CHALLENGE;     /* covered by the mac */
+        pd_mac(ep, "REQ", pd, ep->auth_answer, sizeof(ep->auth_answer), pd->mac);
+        ep->auth_answer_state = MCA_BTL_SIWARP_ANSWER_SENT;
+    } else {
+        pd_mac(ep, "REQ", pd, NULL, 0, pd->mac);
+        ep->auth_answer_state = MCA_BTL_SIWARP_ANSWER_NONE;
+    }
 }
 
 int mca_btl_siwarp_auth_check_request(mca_btl_siwarp_endpoint_t *ep,
                                       const mca_btl_siwarp_conn_pd_t *pd)
 {
     uint64_t attempt = be64toh(pd->attempt);
+    const uint8_t *chl = NULL;
 
+    ep->auth_answered = 0;
+    if (MCA_BTL_SIWARP_CONN_CHALLENGE == pd->reason) {
+        /* an answer to a challenge we have out, and still valid */
+        if (0 == ep->auth_chl_deadline || mca_btl_siwarp_now_ms() > ep->auth_chl_deadline) {
+            return OPAL_ERR_PERM;   /* none out: an answer played again */
+        }
+        chl = ep->auth_chl;
+    } else if (MCA_BTL_SIWARP_CONN_OK != pd->reason) {
+        return OPAL_ERR_AUTHENTICATION_FAILED;
+    }
     /* our own endpoint (osc/rdma's, transport SELF) has no pair key: a
      * request in our own name comes from no one we know */
-    if (MCA_BTL_SIWARP_TR_SELF == ep->transport ||
-        !addressed_to_me(pd) || !pd_mac_ok(ep, "REQ", pd, NULL, 0)) {
+    if (MCA_BTL_SIWARP_TR_SELF == ep->transport || !addressed_to_me(pd) ||
+        !pd_mac_ok(ep, "REQ", pd, chl, chl ? MCA_BTL_SIWARP_NONCE_LEN : 0)) {
         return OPAL_ERR_AUTHENTICATION_FAILED;
     }
     if (attempt <= ep->auth_in_attempt) {
         return OPAL_ERR_PERM;       /* a recorded request played again */
     }
     ep->auth_in_attempt = attempt;
+    if (chl) {
+        ep->auth_chl_deadline = 0;  /* spent */
+        memset(ep->auth_chl, 0, sizeof(ep->auth_chl));
+        ep->auth_answered = 1;
+    }
     return OPAL_SUCCESS;
 }
 
@@ -233,6 +272,52 @@ void mca_btl_siwarp_auth_sign_reply(mca_btl_siwarp_endpoint_t *ep,
         fin_mac(ep, ep->name, OPAL_PROC_MY_NAME, pd->attempt, pd_in->nonce, pd->nonce,
                 ep->auth_fin);
     }
+}
+
+void mca_btl_siwarp_auth_challenge(mca_btl_siwarp_endpoint_t *ep, const mca_btl_siwarp_conn_pd_t *pd_in,
+                                   mca_btl_siwarp_conn_pd_t *pd)
+{
+    mca_btl_siwarp_fill_conn_pd(pd, MCA_BTL_SIWARP_CONN_CHALLENGE);
+    mca_btl_siwarp_auth_sign_reply(ep, pd_in, pd);
+    memcpy(ep->auth_chl, pd->nonce, sizeof(ep->auth_chl));
+    ep->auth_chl_deadline = mca_btl_siwarp_now_ms() +
+                            (uint64_t) mca_btl_siwarp_component.connect_timeout;
+}
+
+int mca_btl_siwarp_auth_take_challenge(mca_btl_siwarp_endpoint_t *ep,
+                                       const mca_btl_siwarp_conn_pd_t *pd)
+{
+    if (MCA_BTL_SIWARP_CONN_CHALLENGE != pd->reason) {
+        return 0;
+    }
+    /* proven over our request's nonce; a second challenge to our answer
+     * would have us go round forever */
+    if (OPAL_SUCCESS != mca_btl_siwarp_auth_check_reply(ep, pd) ||
+        MCA_BTL_SIWARP_ANSWER_SENT == ep->auth_answer_state) {
+        ep->auth_answer_state = MCA_BTL_SIWARP_ANSWER_NONE;
+        return OPAL_ERR_AUTHENTICATION_FAILED;
+    }
+    memcpy(ep->auth_answer, pd->nonce, sizeof(ep->auth_answer));
+    ep->auth_answer_state = MCA_BTL_SIWARP_ANSWER_DUE;
+    return 1;
+}
+
+/* Test hook, never set in production: SIWARP_BTL_TEST_CHALLENGE=1 makes an
+ * acceptor on the software stack challenge every request as one on a verbs
+ * device does (run-mpi-tests.sh: the challenge round without a device). */
+static int test_challenge(void)
+{
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("SIWARP_BTL_TEST_CHALLENGE");
+        v = e && '1' == e[0];
+    }
+    return v;
+}
+
+int mca_btl_siwarp_auth_must_challenge(const mca_btl_siwarp_endpoint_t *ep)
+{
+    return test_challenge() || 0 != strcmp(siwarp_ctx_backend(ep->module->ctx), "soft");
 }
 
 int mca_btl_siwarp_auth_check_reply(mca_btl_siwarp_endpoint_t *ep,

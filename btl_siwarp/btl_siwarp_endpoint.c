@@ -62,6 +62,9 @@ static void ep_construct(mca_btl_siwarp_endpoint_t *ep)
     memset(ep->auth_key, 0, sizeof(ep->auth_key));
     ep->auth_out_attempt = ep->auth_in_attempt = 0;
     ep->auth_ok = ep->auth_peer_gates = ep->auth_kick = 0;
+    ep->auth_chl_deadline = 0;
+    ep->auth_answer_state = MCA_BTL_SIWARP_ANSWER_NONE;
+    ep->auth_answered = 0;
 }
 
 static void ep_destruct(mca_btl_siwarp_endpoint_t *ep)
@@ -301,8 +304,10 @@ static int start_iwarp(mca_btl_siwarp_endpoint_t *ep)
         mca_btl_siwarp_modex_to_sockaddr(a, a->iwarp_port, &ss, &len);
         mca_btl_siwarp_ep_conn_param(ep, &p, &pd, MCA_BTL_SIWARP_CONN_OK);
         mca_btl_siwarp_auth_sign_request(ep, &pd);
-        /* a software peer holds our first Send for its check: the proof */
-        ep->auth_peer_gates = !!(a->flags & MCA_BTL_SIWARP_ADDR_F_SOFT);
+        /* a software peer holds our first Send for its check: the proof;
+         * unless this request answers its challenge, which proves it */
+        ep->auth_peer_gates = (a->flags & MCA_BTL_SIWARP_ADDR_F_SOFT) &&
+                              MCA_BTL_SIWARP_ANSWER_SENT != ep->auth_answer_state;
         if (mca_btl_siwarp_component.big_fpdu < 0 && !(a->flags & MCA_BTL_SIWARP_ADDR_F_SOFT)) {
             p.big_fpdu = 0;     /* an RNIC: nothing in the reserved MPA bits */
         }
@@ -407,11 +412,33 @@ static void iwarp_connect_failed(mca_btl_siwarp_endpoint_t *ep, struct siwarp_qp
 {
     mca_btl_siwarp_conn_pd_t pd, wire;
     char why[192];
-    int err = attr->error;
+    int err = attr->error, chl = 0;
+    int parsed = OPAL_SUCCESS == mca_btl_siwarp_parse_conn_pd(attr->peer_private_data,
+                                                              attr->peer_private_data_len,
+                                                              &pd, &wire);
 
-    if (OPAL_SUCCESS == mca_btl_siwarp_parse_conn_pd(attr->peer_private_data,
-                                                     attr->peer_private_data_len, &pd, &wire) &&
-        MCA_BTL_SIWARP_CONN_DUP == pd.reason &&
+    if (parsed) {
+        chl = mca_btl_siwarp_auth_take_challenge(ep, &wire);
+    }
+    if (1 == chl) {
+        /* the acceptor (a verbs device) wants a request over its nonce:
+         * the same address again, this time answering */
+        BTL_VERBOSE(("%s challenges us; connecting again with the answer",
+                     OPAL_NAME_PRINT(ep->name)));
+        mca_btl_siwarp_ep_qp_abandon(ep);
+        ep->addr_idx--;         /* ep_next_addr moved past the one it took */
+        if (OPAL_SUCCESS != start_iwarp(ep)) {
+            mca_btl_siwarp_ep_fail(ep, "no published address accepted a connection", 1);
+        }
+        return;
+    }
+    if (chl < 0) {
+        mca_btl_siwarp_ep_qp_abandon(ep);
+        mca_btl_siwarp_ep_fail(ep, "the peer's challenge did not prove the job's key, "
+                               "or it challenged our answer", 1);
+        return;
+    }
+    if (parsed && MCA_BTL_SIWARP_CONN_DUP == pd.reason &&
         OPAL_SUCCESS == mca_btl_siwarp_auth_check_reply(ep, &wire)) {
         /* simultaneous connect lost: the peer's connection to us is the one */
         BTL_VERBOSE(("%s keeps its own connection; waiting for it",

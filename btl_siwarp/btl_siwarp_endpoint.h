@@ -138,6 +138,18 @@ struct mca_btl_base_endpoint_t {
     int auth_peer_gates;                /* initiator: the peer's software stack holds
                                            our first Send for its check: send it */
     struct sockaddr_storage auth_from;  /* acceptor: where the attempt came from */
+    /* the challenge round of an acceptor on a verbs device (btl_siwarp_auth.c) */
+    uint8_t auth_chl[MCA_BTL_SIWARP_NONCE_LEN]; /* acceptor: our challenge out */
+    uint64_t auth_chl_deadline;         /* ... valid until (ms); 0: none out */
+    uint8_t auth_answer[MCA_BTL_SIWARP_NONCE_LEN]; /* initiator: the challenge to answer */
+    int auth_answer_state;              /* initiator: MCA_BTL_SIWARP_ANSWER_* */
+    int auth_answered;                  /* acceptor: the request just checked answered
+                                           our challenge: proven, no first message due */
+};
+enum {
+    MCA_BTL_SIWARP_ANSWER_NONE = 0,
+    MCA_BTL_SIWARP_ANSWER_DUE,          /* the next request answers auth_answer */
+    MCA_BTL_SIWARP_ANSWER_SENT,         /* it went: another challenge is a failure */
 };
 typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
 typedef mca_btl_base_endpoint_t mca_btl_siwarp_endpoint_t;
@@ -241,6 +253,20 @@ void mca_btl_siwarp_auth_sign_reply(mca_btl_siwarp_endpoint_t *ep, const mca_btl
  * with OK, the proof to send is set in ep->auth_fin */
 int  mca_btl_siwarp_auth_check_reply(mca_btl_siwarp_endpoint_t *ep,
                                      const mca_btl_siwarp_conn_pd_t *pd);
+/* acceptor on a verbs device: instead of accepting the request pd_in, sign
+ * a CHALLENGE reject pd (filled with that reason) and remember its nonce */
+void mca_btl_siwarp_auth_challenge(mca_btl_siwarp_endpoint_t *ep, const mca_btl_siwarp_conn_pd_t *pd_in,
+                                   mca_btl_siwarp_conn_pd_t *pd);
+/* initiator: a reject pd (wire form) is a CHALLENGE proven by the peer's key
+ * over our request's nonce: 1 and the next request answers it; 0 if not a
+ * challenge; OPAL_ERR_AUTHENTICATION_FAILED for a bad or repeated one */
+int  mca_btl_siwarp_auth_take_challenge(mca_btl_siwarp_endpoint_t *ep,
+                                        const mca_btl_siwarp_conn_pd_t *pd);
+/* acceptor: must this request be challenged before a QP accepts it?  (A
+ * verbs device places and delivers before the BTL sees a message, so it
+ * cannot check a first message; SIWARP_BTL_TEST_CHALLENGE=1 makes the
+ * software stack do the same, for tests.) */
+int  mca_btl_siwarp_auth_must_challenge(const mca_btl_siwarp_endpoint_t *ep);
 void mca_btl_siwarp_auth_fin_msg(const mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_auth_t *a);
 int  mca_btl_siwarp_auth_check_fin(mca_btl_siwarp_endpoint_t *ep, const void *data, size_t len);
 /* A warning, at most a few a minute, that a connection from `from` was

@@ -120,24 +120,33 @@ void mca_btl_siwarp_ep_handle_conn_req(mca_btl_siwarp_module_t *m, struct siwarp
     if (MCA_BTL_SIWARP_EP_CLOSED == ep->state) {
         mca_btl_siwarp_ep_set_state(ep, MCA_BTL_SIWARP_EP_CONNECTING);
     }
+    if (!ep->auth_answered && mca_btl_siwarp_auth_must_challenge(ep)) {
+        /* a verbs device would place and deliver before we could check a
+         * first message: no QP until a request over our nonce came
+         * (btl_siwarp_auth.c, the challenge round); the peer connects again */
+        BTL_VERBOSE(("challenging %s before accepting", OPAL_NAME_PRINT(name)));
+        mca_btl_siwarp_auth_challenge(ep, &wire, &rej);
+        siwarp_reject(req, &rej, sizeof(rej));
+        ep->transport = MCA_BTL_SIWARP_TR_IWARP;
+        mca_btl_siwarp_ep_await_incoming(ep);
+        return;
+    }
     ep->transport = MCA_BTL_SIWARP_TR_IWARP;
     ep->await_incoming = 0;
     ep->peer_rq = pd.rq_depth;
     ep->auth_from = peer;
     ep->auth_ok = 0;
     rc = mca_btl_siwarp_ep_qp_create(ep);
-    if (OPAL_SUCCESS == rc) {
+    if (OPAL_SUCCESS == rc && ep->auth_answered) {
+        ep->auth_ok = 1;        /* the request answered our challenge: proven */
+    } else if (OPAL_SUCCESS == rc) {
         /* nothing of the peer is taken before its first Send proved the
-         * key (btl_siwarp_auth.c); a verbs device cannot hold it back */
+         * key (btl_siwarp_auth.c); only the software stack can hold it
+         * back (a verbs device was challenged above) */
         rc = siwarp_qp_verify_first_send(ep->qp, mca_btl_siwarp_auth_verify_qp, NULL,
                                          sizeof(mca_btl_siwarp_auth_t),
                                          mca_btl_siwarp_component.stall_timeout);
-        if (-EOPNOTSUPP == rc) {
-            BTL_VERBOSE(("%s: a verbs device takes no first-Send check: the request's "
-                         "proof alone admits it", OPAL_NAME_PRINT(name)));
-            ep->auth_ok = 1;
-            rc = OPAL_SUCCESS;
-        } else if (rc < 0) {
+        if (rc < 0) {
             BTL_ERROR(("siwarp: siwarp_qp_verify_first_send: %s", strerror(-rc)));
             mca_btl_siwarp_ep_qp_abandon(ep);
             rc = OPAL_ERR_OUT_OF_RESOURCE;

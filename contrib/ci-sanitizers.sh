@@ -10,9 +10,11 @@
 # not built with ASan), and fails on any test failure or any sanitizer
 # report found in a log, even from a process whose exit status was lost.
 #
-#   ASAN_OPTIONS   detect_leaks=1 (leaks of processes that exit normally;
-#                  the harness ends test cases with _exit, which skips the
-#                  leak check of the forked case itself)
+#   ASAN_OPTIONS   detect_leaks=1 (leaks of processes that exit normally:
+#                  the tools, the test programs' parents)
+#   SWP_TEST_LEAKS 1: the harness runs LeakSanitizer in every forked case
+#                  before its _exit, so a case that passed but left what it
+#                  created behind fails (test/harness.c)
 #   UBSAN_OPTIONS  halt_on_error=1: undefined behaviour fails the test
 #
 # Environment: CC (default clang), JOBS (default 2), KEEP=1 keeps DIR.
@@ -45,6 +47,7 @@ echo "ci-sanitizers: $(echo $tests | wc -w) test programs under ASan+UBSan"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=1:strict_string_checks=1:check_initialization_order=1"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export LSAN_OPTIONS="${LSAN_OPTIONS:-}"
+export SWP_TEST_LEAKS=1
 rc=0
 make -j"$JOBS" -k check TESTS="$tests" >check.out 2>&1 || rc=1
 

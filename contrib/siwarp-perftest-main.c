@@ -131,11 +131,14 @@ int main(int argc, char **argv)
     if (resolve(&o, &ss, &sl))
         return 2;
     rc = o.dev ? siwarp_ctx_create_dev(o.dev, &p.ctx) : siwarp_ctx_create(&p.ctx);
-    if (rc || (rc = siwarp_alloc_pd(p.ctx, &p.pd)))
-        return pt_fail(&p, "setup: %s", strerror(-rc));
+    if (rc || (rc = siwarp_alloc_pd(p.ctx, &p.pd))) {
+        rc = pt_fail(&p, "setup: %s", strerror(-rc));
+        pt_release(&p);
+        return rc;
+    }
     printf("siwarp-perftest: %s %s, %u x %u bytes, backend %s\n", pt_verb_name(o.verb),
            o.server ? "server" : "client", o.iters, o.size, siwarp_ctx_backend(p.ctx));
     rc = pt_run(&p, (struct sockaddr *)&ss, sl);
-    /* the QPs, MRs and the context go with the process */
+    pt_release(&p);
     return rc ? 1 : 0;
 }

@@ -452,6 +452,41 @@ static void close_all(struct pt *p)
     }
 }
 
+/* QPs before their CQs, MRs before the PD (which they hold), the context
+ * last; each only if it was made.  A failed exit releases as much. */
+void pt_release(struct pt *p)
+{
+    struct pt_conn *cs[2] = { &p->data, &p->ctrl };
+
+    if (p->l)
+        siwarp_listener_destroy(p->l);
+    for (int i = 0; i < 2; i++) {
+        if (cs[i]->qp)
+            siwarp_destroy_qp(cs[i]->qp);
+        if (cs[i]->cq)
+            siwarp_destroy_cq(cs[i]->cq);
+        cs[i]->qp = NULL;
+        cs[i]->cq = NULL;
+    }
+    if (p->credit_mr)
+        siwarp_dereg_mr(p->credit_mr);
+    if (p->buf_mr)
+        siwarp_dereg_mr(p->buf_mr);
+    if (p->ctrl_mr)
+        siwarp_dereg_mr(p->ctrl_mr);
+    if (p->pd)
+        siwarp_dealloc_pd(p->pd);
+    siwarp_ctx_destroy(p->ctx);
+    free(p->credit);
+    free(p->buf);
+    p->l = NULL;
+    p->credit_mr = p->buf_mr = p->ctrl_mr = NULL;
+    p->pd = NULL;
+    p->ctx = NULL;
+    p->credit = NULL;
+    p->buf = NULL;
+}
+
 /* ---- the whole exchange, in perftest's order -------------------------------------- */
 
 int pt_run(struct pt *p, const struct sockaddr *sa, socklen_t sl)

@@ -106,6 +106,8 @@ struct pt {
 
 /* siwarp-perftest.c */
 int pt_run(struct pt *p, const struct sockaddr *sa, socklen_t sl);
+/* release whatever pt_run and main created, on success or failure */
+void pt_release(struct pt *p);
 uint64_t pt_now_us(void);
 int pt_fail(struct pt *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *pt_verb_name(enum pt_verb v);

@@ -200,7 +200,8 @@ static enum result run_one(const struct swp_test *t, const sigset_t *oldmask,
         fflush(NULL);
         /* SWP_TEST_LEAKS=1 under LeakSanitizer: a case that passed must
          * also have released what it created (_exit below skips the check
-         * at exit).  Opt-in until every case tears down what it set up. */
+         * at exit).  contrib/ci-sanitizers.sh sets it for every program;
+         * a plain `make check` in a sanitizer build leaves it off. */
         if (__lsan_do_recoverable_leak_check && getenv("SWP_TEST_LEAKS") &&
             __lsan_do_recoverable_leak_check())
             swp_test_fail(__FILE__, __LINE__, "LeakSanitizer: the case leaked (report above)");

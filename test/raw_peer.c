@@ -72,8 +72,22 @@ void canaries_intact(struct peer *p)
     }
 }
 
+void peer_keep_mr(struct peer *p, struct siwarp_mr *mr)
+{
+    for (size_t i = 0; i < sizeof(p->kept) / sizeof(p->kept[0]); i++) {
+        if (!p->kept[i]) {
+            p->kept[i] = mr;
+            return;
+        }
+    }
+    FAIL("more than %zu MRs kept by one raw peer", sizeof(p->kept) / sizeof(p->kept[0]));
+}
+
 void peer_teardown(struct peer *p)
 {
+    for (size_t i = 0; i < sizeof(p->kept) / sizeof(p->kept[0]); i++)
+        if (p->kept[i])
+            ASSERT_OK(siwarp_dereg_mr(p->kept[i]));
     ASSERT_OK(siwarp_destroy_qp(p->qp));
     ASSERT_OK(siwarp_destroy_cq(p->cq));
     ASSERT_OK(siwarp_dereg_mr(p->mr));

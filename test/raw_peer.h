@@ -26,6 +26,7 @@ struct peer {
     uint8_t *map;                  /* canary | region | canary */
     uint8_t *region;
     struct siwarp_mr *mr;          /* ACC_ALL over region */
+    struct siwarp_mr *kept[4];     /* more MRs, deregistered by peer_teardown */
     bool crc, markers;
 };
 
@@ -37,8 +38,11 @@ void peer_setup_p2p(struct peer *p, bool crc, bool markers, int rtr);
 /* siwarp: the raw peer passes for siwarp (as its Reply's reserved bit would) */
 void peer_setup_nego(struct peer *p, bool crc, bool markers, int rtr, bool siwarp);
 void canaries_intact(struct peer *p);
-/* release what peer_setup made (a case deregisters the MRs it added) */
+/* release what peer_setup made and the MRs given to peer_keep_mr (a case
+ * deregisters any other MR it added) */
 void peer_teardown(struct peer *p);
+/* mr (of p->pd or p->pd2) is deregistered by peer_teardown */
+void peer_keep_mr(struct peer *p, struct siwarp_mr *mr);
 /* one FPDU with the given ULPDU (header + payload) at f; its length */
 uint32_t build_fpdu(struct peer *p, uint8_t *f, const uint8_t *ulpdu, uint32_t len, bool bad_crc);
 /* ... written to the QP */

@@ -223,6 +223,7 @@ TEST(markers_small_write_intact)
         buf_put(&b);
         buf_put(&c);
     }
+    swp_test_pair_teardown(&p);
 }
 
 TEST(churn_crc) { churn(true, false, 2.0); }

@@ -22,6 +22,7 @@
 #     verified.
 # Environment: SIWVM_MPI (/tmp/siwvm-mpi), SIWVM_SCRIPTS, OUT, KEEP=1,
 # MPI_HW_MAX (16777216), MEM (2048), SMP (2), MPI_HW_GUEST=0 (mixed job only),
+# MPI_HW_NS (the network namespace's name),
 # MPI_HW_RTR (read: the P2P RTR the host's software rank offers; stock siw
 # 6.1 can leave a Write RTR unread, siw-vm README), KARGS (e.g. siwfix=1).
 set -u
@@ -34,7 +35,7 @@ SIWVM_SCRIPTS=${SIWVM_SCRIPTS:-$(cd "$top_srcdir/.." && pwd)/shared/siw-vm}
 OUT=${OUT:-$(mktemp -d /tmp/siwarp-mpihw.XXXXXX)}
 MAX=${MPI_HW_MAX:-16777216}
 SHARE=$OUT/share
-NS=swphw$$
+NS=${MPI_HW_NS:-swphw$$}
 KARGS=${KARGS:-}
 HOSTIP=10.78.0.1 GUESTIP=10.78.0.2
 COMP=$top_builddir/btl_siwarp/.libs/mca_btl_siwarp.so
@@ -111,8 +112,11 @@ while read -r id np prog args; do
     # occurrences, not lines: two ranks' messages can share a line
     iw=$(grep -o "over iWARP" "$OUT/$id.log" | wc -l)
     dev=$(grep -o "on verbs device siw0" "$OUT/$id.log" | wc -l)
-    if [ "$rc" = 0 ] && [ "$dev" -ge 2 ] && ! grep -q "check failed" "$OUT/$id.log"; then
-        tap ok "guest: np=$np $prog $args, BTL on siw0 through verbs ($dev ranks on siw0, $iw iWARP connections logged; $ms ms)"
+    # an acceptor on siw0 admits a QP only after the challenge round
+    # (btl_siwarp_auth.c): every connection went through it
+    chl=$(grep -o "challenges us; connecting again" "$OUT/$id.log" | wc -l)
+    if [ "$rc" = 0 ] && [ "$dev" -ge 2 ] && [ "$chl" -ge 1 ] && ! grep -q "check failed" "$OUT/$id.log"; then
+        tap ok "guest: np=$np $prog $args, BTL on siw0 through verbs ($dev ranks on siw0, $iw iWARP connections logged, $chl after a challenge; $ms ms)"
     else
         tap "not ok" "guest: np=$np $prog $args (rc $rc, $dev ranks on siw0; $ms ms)"
         tail -25 "$OUT/$id.log" | sed 's/^/#   /'
@@ -136,8 +140,12 @@ ip netns exec "$NS" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=
 rc=$?
 ms=$(( $(now_ms) - t0 ))
 : >"$SHARE/run/mixed.done"
-if [ $rc = 0 ] && grep -q "pingpong: ok" "$OUT/mixed.log" && grep -q "on verbs device siw0" "$OUT/mixed.log"; then
-    tap ok "mixed cluster: rank 0 host (software), rank 1 guest (siw0 via verbs), ping-pong 0 B..$MAX B verified ($ms ms)"
+# rank 0 (lower, it sends first) connects; the guest's rank, on siw0,
+# challenges before it accepts (btl_siwarp_auth.c)
+if [ $rc = 0 ] && grep -q "pingpong: ok" "$OUT/mixed.log" && grep -q "on verbs device siw0" "$OUT/mixed.log" &&
+   grep -q "challenging .* before accepting" "$OUT/mixed.log" &&
+   grep -q "challenges us; connecting again" "$OUT/mixed.log"; then
+    tap ok "mixed cluster: rank 0 host (software), rank 1 guest (siw0 via verbs, accepting after the challenge round), ping-pong 0 B..$MAX B verified ($ms ms)"
 else
     tap "not ok" "mixed cluster: host soft + guest siw0 (rc $rc, $ms ms)"
     tail -30 "$OUT/mixed.log" | sed 's/^/#   /'

@@ -306,7 +306,10 @@ fi
 # fallback connection closed unanswered), each stall cut off within
 # btl_siwarp_connect_timeout, the ranks must name the source in a warning,
 # and the job must run on.  "mixed": the last rank runs with
-# btl_siwarp_mpa=0, so fallback listeners are knocked at too.
+# btl_siwarp_mpa=0, so fallback listeners are knocked at too.  "challenge":
+# every acceptor challenges first, as one on a verbs device does
+# (SIWARP_BTL_TEST_CHALLENGE, btl_siwarp_auth.c); the record then holds
+# the answers too, and a replayed answer must find its challenge spent.
 stranger() {
     mode=$1; np=$2; ms=2000
     dir="$OUT/stranger_$mode"; log="$dir/job.log"
@@ -315,8 +318,10 @@ stranger() {
     tail=
     [ "$mode" = mixed ] && tail=": -np 1 -x SIWARP_BTL_TEST_RECORD=$dir/record -x OMPI_MCA_btl_siwarp_mpa=0 $OUT/mpi_stranger $dir/ready $dir/done" &&
         np=$((np - 1))
+    chl=0
+    [ "$mode" = challenge ] && chl=1
     # shellcheck disable=SC2086
-    timeout "$T" $MPIRUN --mca btl_siwarp_connect_timeout $ms \
+    timeout "$T" $MPIRUN --mca btl_siwarp_connect_timeout $ms -x SIWARP_BTL_TEST_CHALLENGE=$chl \
         -np "$np" -x SIWARP_BTL_TEST_RECORD="$dir/record" "$OUT/mpi_stranger" "$dir/ready" "$dir/done" \
         $tail > "$log" 2>&1 &
     job=$!
@@ -328,8 +333,11 @@ stranger() {
     echo done > "$dir/done" &
     wait $job
     rc=$?
+    # challenge: the record must hold answers (reason 3, the 6th octet)
+    answers=$(awk '{ if (substr($4, 11, 2) == "03") n++ } END { print n + 0 }' "$dir/record" 2>/dev/null)
     if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q "stranger: the job ran on" "$log" &&
-       grep -q "refused a connection from 127.0.0.1" "$log"; then
+       grep -q "refused a connection from 127.0.0.1" "$log" &&
+       { [ $chl = 0 ] || [ "${answers:-0}" -gt 0 ]; }; then
         ok "stranger ($mode, $(grep -c '^ok' "$dir/stranger.log") knocks): replays, forgeries and stalls refused, job ran on"
     else
         not_ok "stranger ($mode) (job exit $rc, stranger exit $src)"
@@ -342,6 +350,7 @@ if section hostile; then
     if [ -x "$STRANGER" ]; then
         stranger iwarp 3
         stranger mixed 3
+        stranger challenge 3
     else
         skip "stranger" "test/hostile/siwarp_stranger could not be built"
         skip "stranger (mixed)" "test/hostile/siwarp_stranger could not be built"
@@ -481,6 +490,16 @@ vcheck $? srq_floor_default "np=8: every peer gets 3 credits from the shared rec
 srq_floor rq2 --mca btl_siwarp_rq_depth 2
 vcheck $? srq_floor_rq2 "np=8, rq_depth=2: the default floor of 3 credits yields to rq_depth" \
     "collectives: ok" "shared receive queue: 2 credits granted (+1 control)"
+# The challenge round of btl_siwarp_auth.c, which an acceptor on a verbs
+# device runs (the RNIC would place and deliver before a first message
+# could be checked): every request is first answered with a signed
+# challenge, the initiator connects again over its nonce, and only that
+# request gets a QP.  SIWARP_BTL_TEST_CHALLENGE=1 runs it on the software
+# stack: 8 ranks, every pair through it.
+vrun challenge8 8 -x SIWARP_BTL_TEST_CHALLENGE=1 "$OUT/mpi_coll"
+vcheck $? challenge8 "np=8, every acceptor challenges first (as on a verbs device): QPs only for answered requests, collectives run" \
+    "collectives: ok" "challenging .* before accepting" "challenges us; connecting again with the answer" \
+    "!did not prove" "!refused a connection"
 # RFC 6581 peer-to-peer mode: auto (the default) leaves it out between
 # two software stacks, so no RTR and the responder sends as soon as its
 # Reply is out; 1 keeps it, with the Read RTR (4) that RNICs and siw get.

@@ -30,6 +30,7 @@ static struct siwarp_mr *setup(struct peer *p, bool rfc7306)
     for (uint32_t i = 0; i < REGION; i++)
         p->region[i] = (uint8_t)(i * 7 + 1);
     ASSERT_OK(siwarp_reg_mr(p->pd, p->region, REGION, ACC_ATOMIC, &amr));
+    peer_keep_mr(p, amr);
     return amr;
 }
 
@@ -69,6 +70,7 @@ TEST(atomic_invalid_stag)
     struct peer p;
     struct siwarp_mr *amr = setup(&p, true);
     refused(&p, siwarp_mr_stag(amr) ^ 0x100, (uintptr_t)p.region, T_PROT(SWP_RDMAP_EC_INV_STAG));
+    peer_teardown(&p);
 }
 
 TEST(atomic_invalidated_stag)
@@ -77,6 +79,7 @@ TEST(atomic_invalidated_stag)
     struct siwarp_mr *amr = setup(&p, true);
     ASSERT_OK(siwarp_invalidate_stag(p.pd, siwarp_mr_stag(amr)));
     refused(&p, siwarp_mr_stag(amr), (uintptr_t)p.region, T_PROT(SWP_RDMAP_EC_INV_STAG));
+    peer_teardown(&p);
 }
 
 TEST(atomic_other_pd)
@@ -85,7 +88,9 @@ TEST(atomic_other_pd)
     struct siwarp_mr *m2;
     setup(&p, true);
     ASSERT_OK(siwarp_reg_mr(p.pd2, p.region, REGION, ACC_ATOMIC, &m2));
+    peer_keep_mr(&p, m2);
     refused(&p, siwarp_mr_stag(m2), (uintptr_t)p.region, T_PROT(SWP_RDMAP_EC_STAG_STREAM));
+    peer_teardown(&p);
 }
 
 /* read, write, local write: everything but the atomic right */
@@ -94,6 +99,7 @@ TEST(atomic_no_atomic_right)
     struct peer p;
     setup(&p, true);
     refused(&p, siwarp_mr_stag(p.mr), (uintptr_t)p.region, T_PROT(SWP_RDMAP_EC_ACCESS));
+    peer_teardown(&p);
 }
 
 TEST(atomic_beyond_end)
@@ -101,6 +107,7 @@ TEST(atomic_beyond_end)
     struct peer p;
     struct siwarp_mr *amr = setup(&p, true);
     refused(&p, siwarp_mr_stag(amr), (uintptr_t)p.region + REGION, T_PROT(SWP_RDMAP_EC_BASE_BOUNDS));
+    peer_teardown(&p);
 }
 
 TEST(atomic_before_start)
@@ -108,6 +115,7 @@ TEST(atomic_before_start)
     struct peer p;
     struct siwarp_mr *amr = setup(&p, true);
     refused(&p, siwarp_mr_stag(amr), (uintptr_t)p.region - 8, T_PROT(SWP_RDMAP_EC_BASE_BOUNDS));
+    peer_teardown(&p);
 }
 
 TEST(atomic_offset_wraps)
@@ -115,6 +123,7 @@ TEST(atomic_offset_wraps)
     struct peer p;
     struct siwarp_mr *amr = setup(&p, true);
     refused(&p, siwarp_mr_stag(amr), UINT64_MAX - 7, T_PROT(SWP_RDMAP_EC_TO_WRAP));
+    peer_teardown(&p);
 }
 
 TEST(atomic_misaligned)
@@ -122,6 +131,7 @@ TEST(atomic_misaligned)
     struct peer p;
     struct siwarp_mr *amr = setup(&p, true);
     refused(&p, siwarp_mr_stag(amr), (uintptr_t)p.region + 4, T_PROT(SWP_RDMAP_EC_BASE_BOUNDS));
+    peer_teardown(&p);
 }
 
 /* The order: each earlier check wins over every later one. */
@@ -132,18 +142,23 @@ TEST(atomic_check_order)
     amr = setup(&p, true);
     /* bad STag, misaligned and out of bounds: the STag */
     refused(&p, siwarp_mr_stag(amr) ^ 0x100, UINT64_MAX - 3, T_PROT(SWP_RDMAP_EC_INV_STAG));
+    peer_teardown(&p);
     amr = setup(&p, true);
     ASSERT_OK(siwarp_reg_mr(p.pd2, p.region, REGION, SIWARP_ACCESS_REMOTE_READ, &m2));
+    peer_keep_mr(&p, m2);
     /* other PD and no atomic right: the PD */
     refused(&p, siwarp_mr_stag(m2), (uintptr_t)p.region + 3, T_PROT(SWP_RDMAP_EC_STAG_STREAM));
+    peer_teardown(&p);
     setup(&p, true);
     /* no atomic right, beyond the end and misaligned: the right */
     refused(&p, siwarp_mr_stag(p.mr), (uintptr_t)p.region + REGION + 1, T_PROT(SWP_RDMAP_EC_ACCESS));
+    peer_teardown(&p);
     amr = setup(&p, true);
     /* misaligned across the end: bounds before alignment (same code, but
      * the region's last word must not be touched either) */
     refused(&p, siwarp_mr_stag(amr), (uintptr_t)p.region + REGION - 4,
             T_PROT(SWP_RDMAP_EC_BASE_BOUNDS));
+    peer_teardown(&p);
 }
 
 /* RFC 5040 4.3: on a stream that did not agree on RFC 7306 its opcodes are
@@ -153,6 +168,7 @@ TEST(atomic_not_negotiated)
     struct peer p;
     struct siwarp_mr *amr = setup(&p, false);
     refused(&p, siwarp_mr_stag(amr), (uintptr_t)p.region, T_UNEXP);
+    peer_teardown(&p);
 }
 
 TEST(atomic_reserved_operation)
@@ -163,6 +179,7 @@ TEST(atomic_reserved_operation)
     raw_fpdu(&p, u, atomic_req(u, 1, 1, siwarp_mr_stag(amr), (uintptr_t)p.region, 1), false);
     expect_term(&p, T_UNEXP);
     region_intact(&p);
+    peer_teardown(&p);
 }
 
 /* RFC 5041 5.3: queue 1 and its MSN; one segment, no payload */
@@ -177,18 +194,21 @@ TEST(atomic_wrong_queue_msn_payload)
     expect_term(&p, T_DDP_UNT(SWP_DDP_EC_U_INV_QN));
     region_intact(&p);
 
+    peer_teardown(&p);
     amr = setup(&p, true);
     raw_fpdu(&p, u, atomic_req(u, 2, SWP_ATOMIC_FETCH_ADD, siwarp_mr_stag(amr), (uintptr_t)p.region, 1),
              false);
     expect_term(&p, T_DDP_UNT(SWP_DDP_EC_U_MSN_RANGE));
     region_intact(&p);
 
+    peer_teardown(&p);
     amr = setup(&p, true);
     atomic_req(u, 1, SWP_ATOMIC_FETCH_ADD, siwarp_mr_stag(amr), (uintptr_t)p.region, 1);
     memset(u + SWP_HDR_ATOMIC_REQ, 0, 8);
     raw_fpdu(&p, u, SWP_HDR_ATOMIC_REQ + 8, false);
     expect_term(&p, T_DDP_UNT(SWP_DDP_EC_U_TOO_LONG));
     region_intact(&p);
+    peer_teardown(&p);
 }
 
 /* A bad CRC: the atomic was whole and valid, but is never executed. */
@@ -201,6 +221,7 @@ TEST(atomic_bad_crc_not_executed)
              true);
     expect_term(&p, SWP_TERM(SWP_TERM_LAYER_LLP, 0, SWP_LLP_EC_CRC));
     region_intact(&p);
+    peer_teardown(&p);
 }
 
 /* RFC 5040 6.5 / RFC 7306: more Reads and atomics outstanding than the IRD
@@ -231,6 +252,7 @@ TEST(atomic_flood_beyond_ird)
     ASSERT_EQ(at.term_sent, T_RDMAP(SWP_RDMAP_ET_REMOTE_OP, SWP_RDMAP_EC_CATA_STREAM));
     ASSERT_EQ(*ctr - before, i - 1);
     ASSERT(i - 1 >= 4);
+    peer_teardown(&p);
 }
 
 /* ---- the requester's side ------------------------------------------------------------- */
@@ -246,6 +268,7 @@ static void post_cmp_swap(struct peer *p, uint64_t *res, struct siwarp_mr **rmr,
     ssize_t got = 0, n;
 
     ASSERT_OK(siwarp_reg_mr(p->pd, res, 8, SIWARP_ACCESS_LOCAL_WRITE, rmr));
+    peer_keep_mr(p, *rmr);
     s = (struct siwarp_sge){ res, 8, siwarp_mr_stag(*rmr) };
     wr.sg_list = &s;
     wr.atomic.remote_addr = 0x1000;
@@ -302,6 +325,7 @@ TEST(requester_wire_and_response)
     ASSERT_EQ(wc.status, SIWARP_WC_SUCCESS);
     ASSERT_EQ(wc.opcode, SIWARP_WC_COMP_SWAP);
     ASSERT_EQ(res, 0x1122334455667788ull);
+    peer_teardown(&p);
 }
 
 /* A response must answer the oldest outstanding atomic, by its identifier,
@@ -325,6 +349,7 @@ static void bad_response(bool post, int how)
     raw_fpdu(&p, u, sizeof(u), false);
     expect_term(&p, how == 2 ? T_DDP_UNT(SWP_DDP_EC_U_INV_QN) : T_UNEXP);
     ASSERT_EQ(res, 0x5a5a);
+    peer_teardown(&p);
 }
 
 TEST(response_unsolicited)        { bad_response(false, 0); }
@@ -345,6 +370,7 @@ TEST(read_response_for_an_atomic)
     raw_fpdu(&p, u, h + 8, false);
     expect_term(&p, T_UNEXP);
     ASSERT_EQ(res, 0x5a5a);
+    peer_teardown(&p);
 }
 
 /* Immediate Data needs a posted receive like a Send (RFC 5041 7.2). */
@@ -357,6 +383,7 @@ TEST(immediate_data_without_receive)
     swp_put64(u + SWP_HDR_UNTAGGED, 7);
     raw_fpdu(&p, u, sizeof(u), false);
     expect_term(&p, T_DDP_UNT(SWP_DDP_EC_U_NO_BUF));
+    peer_teardown(&p);
 }
 
 TEST(immediate_data_not_negotiated)
@@ -367,6 +394,7 @@ TEST(immediate_data_not_negotiated)
     untagged(u, SWP_OP_IMM_SE, true, SWP_QN_SEND, 1, 0);
     raw_fpdu(&p, u, sizeof(u), false);
     expect_term(&p, T_UNEXP);
+    peer_teardown(&p);
 }
 
 SWP_TEST_MAIN()

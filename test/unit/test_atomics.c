@@ -21,6 +21,7 @@ struct amo_env {
     uint64_t *target;               /* at the responder, qp[1] */
     uint64_t *result;               /* the requester's SGE memory, 128 slots */
     struct siwarp_mr *tmr, *rmr;
+    bool own_target;                /* env_setup allocated it */
 };
 
 static void env_setup_on(struct amo_env *e, uint64_t *target, bool rfc7306, uint32_t ord)
@@ -47,6 +48,18 @@ static void env_setup(struct amo_env *e, bool rfc7306)
     ASSERT(t);
     memset(t, 0, 64);
     env_setup_on(e, t, rfc7306, 4);
+    e->own_target = true;
+}
+
+/* release what env_setup made (a case deregisters the MRs it added) */
+static void env_teardown(struct amo_env *e)
+{
+    ASSERT_OK(siwarp_dereg_mr(e->tmr));
+    ASSERT_OK(siwarp_dereg_mr(e->rmr));
+    swp_test_pair_teardown(&e->p);
+    free(e->result);
+    if (e->own_target)
+        free(e->target);
 }
 
 static int post_amo(struct amo_env *e, enum siwarp_wr_opcode op, uint64_t raddr, uint32_t rkey,
@@ -114,6 +127,7 @@ TEST(fetch_add_edges)
     ASSERT_EQ(e.target[0], 0);
     ASSERT_EQ(amo(&e, SIWARP_WR_ATOMIC_FETCH_ADD, (uint64_t)-5, 0, 0, 0), 0);
     ASSERT_EQ(e.target[0], (long long)(uint64_t)-5);
+    env_teardown(&e);
 }
 
 TEST(cmp_swap_edges)
@@ -129,6 +143,7 @@ TEST(cmp_swap_edges)
     ASSERT_EQ(amo(&e, SIWARP_WR_ATOMIC_CMP_SWP, UINT64_MAX, 0x8000000000000001ull, 0, 0),
               (long long)UINT64_MAX);
     ASSERT_EQ(e.target[0], (long long)0x8000000000000001ull);
+    env_teardown(&e);
 }
 
 TEST(masked_fetch_add)
@@ -149,6 +164,7 @@ TEST(masked_fetch_add)
     e.target[0] = 0x7fffffffffffffffull;
     amo(&e, SIWARP_WR_ATOMIC_MASKED_FETCH_ADD, 0x8000000000000001ull, 0, 0xc000000000000000ull, 0);
     ASSERT_EQ(e.target[0], 0x8000000000000000ull);
+    env_teardown(&e);
 }
 
 TEST(masked_cmp_swap)
@@ -167,6 +183,7 @@ TEST(masked_cmp_swap)
     /* empty compare mask always matches; swap one byte */
     amo(&e, SIWARP_WR_ATOMIC_MASKED_CMP_SWP, 0, 0x00000000000000eeull, 0, 0xff);
     ASSERT_EQ(e.target[0], 0x55667788aabbcceeull);
+    env_teardown(&e);
 }
 
 /* 100 atomics posted at once against an ORD of 4: the rest wait in the SQ
@@ -191,6 +208,7 @@ TEST(many_in_flight_beyond_ord)
     for (unsigned i = 0; i < 100; i++)
         ASSERT_EQ(e.result[i], i);
     ASSERT_EQ(e.target[0], 100);
+    env_teardown(&e);
 }
 
 /* Reads and atomics share the ORD and are answered in order. */
@@ -223,6 +241,9 @@ TEST(atomics_between_reads)
         ASSERT_EQ(sink[i], (long long)src);
         ASSERT_EQ(e.result[i], 10 * i);
     }
+    ASSERT_OK(siwarp_dereg_mr(smr));
+    ASSERT_OK(siwarp_dereg_mr(kmr));
+    env_teardown(&e);
 }
 
 /* The responder's IRQ ring has 128 slots, filled as requests come and not
@@ -258,6 +279,9 @@ TEST(reads_after_atomics_reuse_irq_slots)
         ASSERT_EQ(sink, (long long)src);
     }
     ASSERT_EQ(e.target[0], 130);
+    ASSERT_OK(siwarp_dereg_mr(smr));
+    ASSERT_OK(siwarp_dereg_mr(kmr));
+    env_teardown(&e);
 }
 
 /* ---- contention ------------------------------------------------------------------- */
@@ -322,6 +346,11 @@ TEST(contention_two_qps_and_local_cpu)
         }
     }
     ASSERT_EQ(counter[1], 0);
+    for (int i = 0; i < 2; i++)
+        env_teardown(&h[i].e);
+    free(counter);
+    free(h);
+    free(seen);
 }
 
 /* ---- Immediate Data ------------------------------------------------------------------ */
@@ -377,6 +406,9 @@ TEST(immediate_data_delivery)
         ASSERT_EQ(wc.opcode, SIWARP_WC_SEND);
         ASSERT_EQ(wc.wr_id, i + 1);
     }
+    ASSERT_OK(siwarp_dereg_mr(imr));
+    ASSERT_OK(siwarp_dereg_mr(omr));
+    env_teardown(&e);
 }
 
 /* ---- posting ------------------------------------------------------------------------- */
@@ -405,6 +437,8 @@ TEST(post_refused_when_not_negotiated)
     ASSERT_OK(siwarp_create_qp(e.p.pd, &a, &q));
     wr.opcode = SIWARP_WR_IMM_DATA;
     ASSERT_EQ(siwarp_post_send(q, &wr, NULL), -EOPNOTSUPP);
+    ASSERT_OK(siwarp_destroy_qp(q));
+    env_teardown(&e);
 }
 
 TEST(post_checks_atomic_wr)
@@ -440,6 +474,8 @@ TEST(post_checks_atomic_wr)
     /* as verbs: remote atomic needs local write */
     ASSERT_EQ(siwarp_reg_mr(e.p.pd, e.result, 64, SIWARP_ACCESS_REMOTE_ATOMIC, &ro), -EINVAL);
     ASSERT_EQ(e.target[0], 0);
+    ASSERT_OK(siwarp_dereg_mr(ro));
+    env_teardown(&e);
 }
 
 /* The responder refuses (an STag without the atomic right): the requester's
@@ -462,6 +498,8 @@ TEST(requester_sees_terminate)
                                       SWP_RDMAP_EC_ACCESS));
     ASSERT_EQ(e.target[0], 42);
     ASSERT_EQ(e.result[5], 0xeeeeeeeeeeeeeeeeull);   /* nothing fetched */
+    ASSERT_OK(siwarp_dereg_mr(rw));
+    env_teardown(&e);
 }
 
 SWP_TEST_MAIN()

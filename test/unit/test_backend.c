@@ -146,6 +146,9 @@ TEST(verbs_backend_refuses_rfc7306)
     }
     ASSERT_EQ(swp_hw_reg_mr(pd, &word, 8, SIWARP_ACCESS_LOCAL_WRITE | SIWARP_ACCESS_REMOTE_ATOMIC,
                             &mr), -EOPNOTSUPP);
+    ASSERT_OK(siwarp_destroy_qp(qp));
+    ASSERT_OK(siwarp_destroy_cq(cq));
+    ASSERT_OK(siwarp_dealloc_pd(pd));
     siwarp_ctx_destroy(ctx);
 #else
     SKIP("built without rdma-core: no verbs backend");

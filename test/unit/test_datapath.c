@@ -17,12 +17,18 @@
 #include "qp_tx.h"
 #include "swp.h"
 
+/* What a case creates through these helpers is released by pair_teardown:
+ * the MRs reg() made and the case did not unreg(), the QPs, CQs, PD, the
+ * context, and the socketpair's ends no QP took over (pair_attach). */
+#define PAIR_MRS 16
 struct pair {
     struct siwarp_ctx *ctx;
     struct siwarp_pd *pd;
     struct siwarp_cq *cq[2];
     struct siwarp_qp *qp[2];
     int fd[2];
+    int fd_owned[2];                /* ours to close: no QP took it */
+    struct siwarp_mr *mrs[PAIR_MRS];
 };
 
 static struct swp_nego nego_default(bool crc, bool markers)
@@ -42,6 +48,7 @@ static void pair_make_qps(struct pair *p)
 {
     struct siwarp_qp_init_attr a = { 0 };
 
+    memset(p, 0, sizeof(*p));
     ASSERT_OK(siwarp_ctx_create(&p->ctx));
     ASSERT_OK(siwarp_alloc_pd(p->ctx, &p->pd));
     for (int i = 0; i < 2; i++) {
@@ -54,15 +61,38 @@ static void pair_make_qps(struct pair *p)
         ASSERT_OK(siwarp_create_qp(p->pd, &a, &p->qp[i]));
     }
     ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, p->fd));
+    p->fd_owned[0] = p->fd_owned[1] = 1;
+}
+
+/* qp takes over the socketpair's end `side` (it closes it when destroyed) */
+static void pair_attach(struct pair *p, struct siwarp_qp *qp, int side, struct swp_nego *n)
+{
+    ASSERT_OK(swp_qp_attach_fd(qp, p->fd[side], n));
+    p->fd_owned[side] = 0;
 }
 
 static void pair_setup(struct pair *p, struct swp_nego n)
 {
     pair_make_qps(p);
     n.initiator = true;
-    ASSERT_OK(swp_qp_attach_fd(p->qp[0], p->fd[0], &n));
+    pair_attach(p, p->qp[0], 0, &n);
     n.initiator = false;
-    ASSERT_OK(swp_qp_attach_fd(p->qp[1], p->fd[1], &n));
+    pair_attach(p, p->qp[1], 1, &n);
+}
+
+static void pair_teardown(struct pair *p)
+{
+    for (int i = 0; i < PAIR_MRS; i++)
+        if (p->mrs[i])
+            ASSERT_OK(siwarp_dereg_mr(p->mrs[i]));
+    for (int i = 0; i < 2; i++) {
+        ASSERT_OK(siwarp_destroy_qp(p->qp[i]));
+        ASSERT_OK(siwarp_destroy_cq(p->cq[i]));
+        if (p->fd_owned[i])
+            close(p->fd[i]);
+    }
+    ASSERT_OK(siwarp_dealloc_pd(p->pd));
+    siwarp_ctx_destroy(p->ctx);
 }
 
 /* Progress until cq has a completion; fail after ~10 s. */
@@ -94,7 +124,23 @@ static struct siwarp_mr *reg(struct pair *p, void *b, size_t n, int acc)
 {
     struct siwarp_mr *mr;
     ASSERT_OK(siwarp_reg_mr(p->pd, b, n, acc, &mr));
+    for (int i = 0; i < PAIR_MRS; i++) {
+        if (!p->mrs[i]) {
+            p->mrs[i] = mr;
+            return mr;
+        }
+    }
+    FAIL("more than %d MRs in one pair", PAIR_MRS);
     return mr;
+}
+
+/* deregister an MR reg() made; siwarp_dereg_mr's result */
+static int unreg(struct pair *p, struct siwarp_mr *mr)
+{
+    for (int i = 0; i < PAIR_MRS; i++)
+        if (p->mrs[i] == mr)
+            p->mrs[i] = NULL;
+    return siwarp_dereg_mr(mr);
 }
 
 #define ACC_ALL (SIWARP_ACCESS_LOCAL_WRITE | SIWARP_ACCESS_REMOTE_WRITE | SIWARP_ACCESS_REMOTE_READ)
@@ -127,11 +173,12 @@ static void run_send(struct swp_nego n)
         wc = poll_wc(&p, 0);
         ASSERT_EQ(wc.status, SIWARP_WC_SUCCESS);
         ASSERT_EQ(wc.wr_id, k);
-        siwarp_dereg_mr(ms);
-        siwarp_dereg_mr(mr);
+        unreg(&p, ms);
+        unreg(&p, mr);
         free(s);
         free(r);
     }
+    pair_teardown(&p);
 }
 
 TEST(send_all_sizes_crc) { run_send(nego_default(true, false)); }
@@ -176,16 +223,17 @@ static void run_rdma(struct swp_nego n, bool read)
             ASSERT_OK(siwarp_post_send(p.qp[0], &sw, NULL));
             wc = poll_wc(&p, 1);
             ASSERT_EQ(wc.status, SIWARP_WC_SUCCESS);
-            siwarp_dereg_mr(mt);
+            unreg(&p, mt);
         }
         ASSERT_MEM_EQ(loc, rem, sz);
         ASSERT_EQ(loc[sz], 0);
         ASSERT_EQ(rem[sz], 0);
-        siwarp_dereg_mr(ml);
-        siwarp_dereg_mr(mr);
+        unreg(&p, ml);
+        unreg(&p, mr);
         free(loc);
         free(rem);
     }
+    pair_teardown(&p);
 }
 
 /* A stream of large segments is read straight into its target: only the
@@ -214,6 +262,9 @@ TEST(large_segments_placed_without_staging_copy)
     fprintf(stderr, "# copied %llu direct %llu\n", (unsigned long long)p.qp[1]->rx.copied,
              (unsigned long long)p.qp[1]->rx.direct);
     ASSERT(p.qp[1]->rx.copied * 50 < p.qp[1]->rx.direct);   /* under 2% copied */
+    free(s);
+    free(r);
+    pair_teardown(&p);
 }
 
 /* MSS-sized segments (1448 octets, a 1500-byte MTU) are not read one
@@ -240,6 +291,9 @@ TEST(small_segments_staged_in_bulk)
     fprintf(stderr, "# copied %llu direct %llu\n", (unsigned long long)p.qp[1]->rx.copied,
             (unsigned long long)p.qp[1]->rx.direct);
     ASSERT(p.qp[1]->rx.direct * 4 < p.qp[1]->rx.copied);
+    free(s);
+    free(r);
+    pair_teardown(&p);
 }
 
 /* Send 4 x sz one at a time (each after the socket ran dry, as in a
@@ -270,10 +324,11 @@ static uint64_t sends_one_at_a_time(bool crc, uint32_t sz, uint64_t *copied)
             (unsigned long long)p.qp[1]->rx.copied, (unsigned long long)p.qp[1]->rx.direct);
     *copied = p.qp[1]->rx.copied;
     direct = p.qp[1]->rx.direct;
-    siwarp_dereg_mr(ms);
-    siwarp_dereg_mr(mr);
+    unreg(&p, ms);
+    unreg(&p, mr);
     free(s);
     free(r);
+    pair_teardown(&p);
     return direct;
 }
 
@@ -347,6 +402,9 @@ TEST(sender_tops_up_a_full_socket)
     ASSERT_MEM_EQ(s, r, big);
     fprintf(stderr, "# topped up %llu bytes\n", (unsigned long long)p.qp[0]->tx.topped_up);
     ASSERT(p.qp[0]->tx.topped_up > 0);
+    free(s);
+    free(r);
+    pair_teardown(&p);
 }
 
 /* A stream that was idle starts with a small batch (qp_tx.c:
@@ -379,6 +437,7 @@ TEST(first_batch_after_idle_is_small)
     ASSERT_EQ(tx->ramp, 0);
     free(s);
     free(r);
+    pair_teardown(&p);
 }
 
 /* Each batch written whole lets the next double (qp_tx.h:
@@ -456,6 +515,7 @@ TEST(sgl_send_and_inline)
     wc = poll_wc(&p, 1);
     ASSERT_EQ(wc.byte_len, 64);
     ASSERT_MEM_EQ(r1, want, 64);
+    pair_teardown(&p);
 }
 
 TEST(read_into_sgl)
@@ -480,6 +540,7 @@ TEST(read_into_sgl)
     ASSERT_MEM_EQ(b, rem + 1005, 65536);
     ASSERT_MEM_EQ(c, rem + 66541, 3000);
     ASSERT_EQ(c[3000], 0);
+    pair_teardown(&p);
 }
 
 TEST(send_with_invalidate)
@@ -524,6 +585,7 @@ TEST(send_with_invalidate)
     ASSERT_EQ(at.term_sent, SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_TAGGED, SWP_DDP_EC_T_INV_STAG));
     for (size_t i = 0; i < sizeof(buf); i++)
         ASSERT_EQ(buf[i], 0);
+    pair_teardown(&p);
 }
 
 TEST(read_fence_and_ord)
@@ -557,6 +619,9 @@ TEST(read_fence_and_ord)
         ASSERT_EQ(wc.wr_id, i);   /* completions in posting order */
         ASSERT_MEM_EQ(loc + (size_t)i * SZ, rem, SZ);
     }
+    free(rem);
+    free(loc);
+    pair_teardown(&p);
 }
 
 TEST(close_flushes_outstanding_work)
@@ -587,6 +652,7 @@ TEST(close_flushes_outstanding_work)
     struct siwarp_wc wc = poll_wc(&p, 1);
     ASSERT_EQ(wc.status, SIWARP_WC_WR_FLUSH_ERR);
     ASSERT_EQ(wc.wr_id, 7);
+    pair_teardown(&p);
 }
 
 /* A CQ smaller than the work in flight grows instead of losing completions;
@@ -605,8 +671,8 @@ TEST(cq_grows_and_destroy_purges)
     ASSERT_OK(siwarp_create_qp(p.pd, &a, &qp));
     struct swp_nego n = nego_default(true, false);
     n.initiator = true;
-    ASSERT_OK(swp_qp_attach_fd(qp, p.fd[0], &n));
-    ASSERT_OK(swp_qp_attach_fd(p.qp[1], p.fd[1], &n));
+    pair_attach(&p, qp, 0, &n);
+    pair_attach(&p, p.qp[1], 1, &n);
     uint8_t b[8];
     struct siwarp_mr *m = reg(&p, b, sizeof(b), ACC_ALL);
     struct siwarp_sge s = { b, 8, siwarp_mr_stag(m) };
@@ -631,13 +697,14 @@ TEST(cq_grows_and_destroy_purges)
         ASSERT_EQ(wc[i].wr_id, i);
     ASSERT_OK(siwarp_destroy_qp(qp));
     ASSERT_EQ(small->count, 0);
+    ASSERT_OK(siwarp_destroy_cq(small));
+    pair_teardown(&p);
 }
 
 /* A WQE gets its SGE slice when posted (the ring is not walked at create,
  * so its pages stay untouched), and destroy frees the inline copies of the
- * WQEs still queued, and only those.  The harness _exits each case, which
- * skips LeakSanitizer: `valgrind --leak-check=full test_datapath
- * queued_wqes_own_their_slices_and_copies` shows a missed copy as lost. */
+ * WQEs still queued, and only those: under LeakSanitizer with
+ * SWP_TEST_LEAKS=1 (contrib/ci-sanitizers.sh) a missed copy fails the case. */
 /* A QP never connected: its work queues only. */
 static struct siwarp_qp *queue_only_qp(struct pair *p, uint32_t max_sge, uint32_t max_inline)
 {
@@ -677,6 +744,7 @@ TEST(queued_wqes_own_their_slices_and_copies)
     ASSERT_OK(siwarp_post_recv(qp, &rw, NULL));
     ASSERT(qp->rq[0].sge == qp->rq_sge);
     ASSERT_OK(siwarp_destroy_qp(qp));
+    pair_teardown(&p);
 }
 
 /* More SGEs than a WQE holds: each WQE's slice of the QP's SGE array,
@@ -704,6 +772,7 @@ TEST(wqe_sges_beyond_inline_in_the_array)
         }
     }
     ASSERT_OK(siwarp_destroy_qp(qp));
+    pair_teardown(&p);
 }
 
 /* ---- send coalescing (init.tx_coalesce) ---------------------------------------- */
@@ -717,7 +786,7 @@ static struct siwarp_qp *coalesce_qp(struct pair *p, uint32_t coalesce)
     struct swp_nego n = nego_default(false, false);
     n.initiator = true;
     ASSERT_OK(siwarp_create_qp(p->pd, &a, &qp));
-    ASSERT_OK(swp_qp_attach_fd(qp, p->fd[0], &n));
+    pair_attach(p, qp, 0, &n);
     return qp;
 }
 
@@ -762,6 +831,7 @@ TEST(tx_coalesce_holds_a_burst_until_progress)
         post8(qp, &s, (uint64_t)i);                  /* 7-10 held, 11 writes all */
     ASSERT_EQ(fpdus_waiting(p.fd[1]), 11);
     ASSERT_OK(siwarp_destroy_qp(qp));
+    pair_teardown(&p);
 }
 
 /* Off (0) every post is written at once. */
@@ -777,6 +847,8 @@ TEST(tx_coalesce_off_writes_every_post)
         post8(qp, &s, (uint64_t)i);
         ASSERT_EQ(fpdus_waiting(p.fd[1]), i);
     }
+    ASSERT_OK(siwarp_destroy_qp(qp));
+    pair_teardown(&p);
 }
 
 /* Held sends make the CQ fd readable, so a process that sleeps on it
@@ -806,6 +878,7 @@ TEST(tx_coalesce_held_sends_wake_the_cq_fd)
     post8(qp, &s, 5);                       /* held at destroy */
     ASSERT_OK(siwarp_destroy_qp(qp));
     siwarp_progress(p.ctx);                 /* must not touch the freed QP */
+    pair_teardown(&p);
 }
 
 /* siwarp_qp_send_goes_now says beforehand whether a post would be held,
@@ -857,6 +930,8 @@ TEST(tx_coalesce_goes_now_and_flush_held)
     ASSERT_OK(siwarp_create_qp(p.pd, &a, &idle));
     ASSERT_EQ(siwarp_qp_send_goes_now(idle), 0);
     ASSERT_OK(siwarp_destroy_qp(idle));
+    pair_teardown(&p);
+    pair_teardown(&p2);
 }
 
 /* Two QPs: a long coalesced stream arrives whole and in order. */
@@ -867,7 +942,7 @@ TEST(tx_coalesce_stream_in_order)
     pair_make_qps(&p);
     struct siwarp_qp *qp = coalesce_qp(&p, 16);
     struct swp_nego n = nego_default(false, false);
-    ASSERT_OK(swp_qp_attach_fd(p.qp[1], p.fd[1], &n));
+    pair_attach(&p, p.qp[1], 1, &n);
     uint32_t *src = calloc(N, 4), *dst = calloc(N, 4);
     struct siwarp_mr *ms = reg(&p, src, N * 4, 0), *md = reg(&p, dst, N * 4, ACC_ALL);
     for (int i = 0; i < N; i++) {
@@ -890,6 +965,10 @@ TEST(tx_coalesce_stream_in_order)
         ASSERT_EQ(wc.wr_id, i);
     }
     ASSERT_MEM_EQ(src, dst, N * 4);
+    ASSERT_OK(siwarp_destroy_qp(qp));
+    free(src);
+    free(dst);
+    pair_teardown(&p);
 }
 
 /* A batch of up to 2 KiB is copied into one buffer and written by send()
@@ -913,9 +992,9 @@ TEST(small_batches_written_by_send_survive_short_writes)
     ASSERT_OK(setsockopt(p.fd[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)));
     ASSERT_OK(setsockopt(p.fd[1], SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)));
     n.initiator = true;
-    ASSERT_OK(swp_qp_attach_fd(p.qp[0], p.fd[0], &n));
+    pair_attach(&p, p.qp[0], 0, &n);
     n.initiator = false;
-    ASSERT_OK(swp_qp_attach_fd(p.qp[1], p.fd[1], &n));
+    pair_attach(&p, p.qp[1], 1, &n);
     uint8_t *src = malloc((size_t)N * (HDR + MAXB)), *dst = calloc(N, HDR + MAXB);
     struct siwarp_mr *ms = reg(&p, src, (size_t)N * (HDR + MAXB), 0);
     struct siwarp_mr *md = reg(&p, dst, (size_t)N * (HDR + MAXB), ACC_ALL);
@@ -940,10 +1019,11 @@ TEST(small_batches_written_by_send_survive_short_writes)
         ASSERT_EQ(wc.byte_len, HDR + 1 + i * 37 % MAXB);
         ASSERT_MEM_EQ(dst + (size_t)i * (HDR + MAXB), src + (size_t)i * (HDR + MAXB), wc.byte_len);
     }
-    siwarp_dereg_mr(ms);
-    siwarp_dereg_mr(md);
+    unreg(&p, ms);
+    unreg(&p, md);
     free(src);
     free(dst);
+    pair_teardown(&p);
 }
 
 /* SIWARP_SEND_UNREGISTERED: a Send (or Write) from plain memory, no STag
@@ -976,6 +1056,8 @@ TEST(send_unregistered_memory)
                                  .send_flags = SIWARP_SEND_UNREGISTERED,
                                  .rdma = { (uint64_t)(uintptr_t)r, siwarp_mr_stag(mr) } };
     ASSERT_EQ(siwarp_post_send(p.qp[0], &rd, NULL), -EINVAL);
+    free(body);
+    pair_teardown(&p);
 }
 
 /* A post checks its SGEs' lkeys every time: rights, bounds, and an MR
@@ -1000,14 +1082,15 @@ TEST(post_checks_lkeys_after_dereg_and_invalidate)
     s = (struct siwarp_sge){ a, 64, siwarp_mr_stag(ma) };
     ASSERT_OK(siwarp_invalidate_stag(p.pd, siwarp_mr_stag(ma)));
     ASSERT_EQ(siwarp_post_recv(p.qp[0], &rw, NULL), -EINVAL);
-    ASSERT_OK(siwarp_dereg_mr(ma));
+    ASSERT_OK(unreg(&p, ma));
 
     struct siwarp_mr *m2 = reg(&p, a, sizeof(a), ACC_ALL);
     s.lkey = siwarp_mr_stag(m2);
     ASSERT_OK(siwarp_post_recv(p.qp[0], &rw, NULL));
-    ASSERT_OK(siwarp_dereg_mr(m2));
+    ASSERT_OK(unreg(&p, m2));
     ASSERT_EQ(siwarp_post_recv(p.qp[0], &rw, NULL), -EINVAL);
-    ASSERT_OK(siwarp_dereg_mr(mb));
+    ASSERT_OK(unreg(&p, mb));
+    pair_teardown(&p);
 }
 
 SWP_TEST_MAIN()

@@ -1533,6 +1533,7 @@ TEST(connect_accept_rfc7306)
     ASSERT(qa.rfc7306 && qb.rfc7306);
     ASSERT(qa.peer_is_siwarp && qb.peer_is_siwarp);
     siwarp_listener_destroy(pr.l);
+    env_fini(&pr.e);
 
     siwarp_conn_param_default(&p);
     pair_ask(&pr, &p);
@@ -1544,6 +1545,7 @@ TEST(connect_accept_rfc7306)
     ASSERT_OK(siwarp_query_qp(pr.b, &qb));
     ASSERT(!qa.rfc7306 && !qb.rfc7306);
     siwarp_listener_destroy(pr.l);
+    env_fini(&pr.e);
 }
 
 TEST(connect_accept_siwarp_pair)

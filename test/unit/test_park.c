@@ -57,6 +57,12 @@ static void msg_setup(struct swp_test_pair *p, struct msg *m)
     ASSERT_OK(siwarp_reg_mr(p->pd, m->r, sizeof(m->r), ACC_ALL, &m->mr));
 }
 
+static void msg_teardown(struct msg *m)
+{
+    ASSERT_OK(siwarp_dereg_mr(m->ms));
+    ASSERT_OK(siwarp_dereg_mr(m->mr));
+}
+
 /* qp[0] sends 32 bytes of value v to a receive posted on qp[1]. */
 static void msg_post(struct swp_test_pair *p, struct msg *m, int v)
 {
@@ -116,6 +122,8 @@ TEST(busy_polled_sockets_leave_the_epoll_set)
         msg_check(&m, &wc, v);
     }
     ASSERT(!in_set(p.ctx->epfd, fd1));
+    msg_teardown(&m);
+    swp_test_pair_teardown(&p);
 }
 
 /* A blocking wait must not sleep in a set that lacks the sockets: with a
@@ -136,6 +144,8 @@ TEST(a_sleep_puts_the_sockets_back)
     ASSERT_EQ(siwarp_poll_cq(p.cq[1], 1, &wc), 1);
     msg_check(&m, &wc, 7);
     ASSERT(in_set(p.ctx->epfd, siwarp_qp_fd(p.qp[1])));
+    msg_teardown(&m);
+    swp_test_pair_teardown(&p);
 }
 
 /* Whoever asks for the fd may poll it without calling the library: the
@@ -165,6 +175,8 @@ TEST(a_handed_out_fd_sees_every_socket)
         ASSERT((n = siwarp_poll_cq(p.cq[1], 1, &wc)) >= 0);
     ASSERT_EQ(n, 1);
     msg_check(&m, &wc, 9);
+    msg_teardown(&m);
+    swp_test_pair_teardown(&p);
 }
 
 /* A thread asleep in the set (a progress thread) must keep its sockets:
@@ -187,6 +199,8 @@ TEST(no_parking_under_a_sleeping_thread)
     ASSERT_OK(swp_test_sleeper_join(&s));   /* woken by the arrival, not timed out */
     ASSERT_EQ(siwarp_poll_cq(p.cq[1], 1, &wc), 1);
     msg_check(&m, &wc, 5);
+    msg_teardown(&m);
+    swp_test_pair_teardown(&p);
 }
 
 /* A client in a context of its own connects to a listener of p's context
@@ -217,6 +231,14 @@ static void client_connect(struct client *c, const struct sockaddr_storage *ss)
         ASSERT(siwarp_progress(c->ctx) >= 0);
         nanosleep(&d, NULL);
     }
+}
+
+static void client_teardown(struct client *c)
+{
+    ASSERT_OK(siwarp_destroy_qp(c->qp));
+    ASSERT_OK(siwarp_destroy_cq(c->cq));
+    ASSERT_OK(siwarp_dealloc_pd(c->pd));
+    siwarp_ctx_destroy(c->ctx);
 }
 
 /* With a few QPs connected, siwarp_progress reads their sockets directly
@@ -253,9 +275,10 @@ TEST(listeners_are_seen_beside_the_busy_poll_fast_path)
     ASSERT_OK(siwarp_take_conn_request(l, &req));
     ASSERT_OK(siwarp_reject(req, NULL, 0));
 
-    siwarp_listener_destroy(l);
-    siwarp_ctx_destroy(c1.ctx);
-    siwarp_ctx_destroy(c2.ctx);
+    ASSERT_OK(siwarp_listener_destroy(l));
+    client_teardown(&c1);
+    client_teardown(&c2);
+    swp_test_pair_teardown(&p);
 }
 
 SWP_TEST_MAIN()

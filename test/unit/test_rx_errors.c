@@ -94,6 +94,7 @@ TEST(write_invalid_stag)
     peer_setup(&p, true, false);
     write_case(&p, siwarp_mr_stag(p.mr) ^ 0x100, (uintptr_t)p.region, 64,
                T_DDP_TAG(SWP_DDP_EC_T_INV_STAG));
+    peer_teardown(&p);
 }
 
 TEST(write_wrong_key_byte)
@@ -102,6 +103,7 @@ TEST(write_wrong_key_byte)
     peer_setup(&p, true, false);
     write_case(&p, siwarp_mr_stag(p.mr) ^ 0x1, (uintptr_t)p.region, 64,
                T_DDP_TAG(SWP_DDP_EC_T_INV_STAG));
+    peer_teardown(&p);
 }
 
 TEST(write_other_pd)
@@ -111,6 +113,8 @@ TEST(write_other_pd)
     peer_setup(&p, true, false);
     ASSERT_OK(siwarp_reg_mr(p.pd2, p.region, REGION, ACC_ALL, &m2));
     write_case(&p, siwarp_mr_stag(m2), (uintptr_t)p.region, 64, T_DDP_TAG(SWP_DDP_EC_T_STAG_STREAM));
+    ASSERT_OK(siwarp_dereg_mr(m2));
+    peer_teardown(&p);
 }
 
 TEST(write_no_rights)
@@ -121,6 +125,8 @@ TEST(write_no_rights)
     ASSERT_OK(siwarp_reg_mr(p.pd, p.region, REGION, SIWARP_ACCESS_REMOTE_READ, &ro));
     write_case(&p, siwarp_mr_stag(ro), (uintptr_t)p.region, 64,
                T_RDMAP(SWP_RDMAP_ET_REMOTE_PROT, SWP_RDMAP_EC_ACCESS));
+    ASSERT_OK(siwarp_dereg_mr(ro));
+    peer_teardown(&p);
 }
 
 TEST(write_beyond_end)
@@ -129,6 +135,7 @@ TEST(write_beyond_end)
     peer_setup(&p, true, false);
     write_case(&p, siwarp_mr_stag(p.mr), (uintptr_t)p.region + REGION - 10, 64,
                T_DDP_TAG(SWP_DDP_EC_T_BASE_BOUNDS));
+    peer_teardown(&p);
 }
 
 TEST(write_before_start)
@@ -136,6 +143,7 @@ TEST(write_before_start)
     struct peer p;
     peer_setup(&p, true, false);
     write_case(&p, siwarp_mr_stag(p.mr), (uintptr_t)p.region - 1, 1, T_DDP_TAG(SWP_DDP_EC_T_BASE_BOUNDS));
+    peer_teardown(&p);
 }
 
 TEST(write_offset_wraps)
@@ -143,6 +151,7 @@ TEST(write_offset_wraps)
     struct peer p;
     peer_setup(&p, true, false);
     write_case(&p, siwarp_mr_stag(p.mr), UINT64_MAX - 15, 64, T_DDP_TAG(SWP_DDP_EC_T_TO_WRAP));
+    peer_teardown(&p);
 }
 
 TEST(write_invalidated_stag)
@@ -151,6 +160,7 @@ TEST(write_invalidated_stag)
     peer_setup(&p, true, false);
     ASSERT_OK(siwarp_invalidate_stag(p.pd, siwarp_mr_stag(p.mr)));
     write_case(&p, siwarp_mr_stag(p.mr), (uintptr_t)p.region, 64, T_DDP_TAG(SWP_DDP_EC_T_INV_STAG));
+    peer_teardown(&p);
 }
 
 TEST(stag_key_not_reused_after_dereg)
@@ -163,6 +173,7 @@ TEST(stag_key_not_reused_after_dereg)
         ASSERT_OK(siwarp_reg_mr(p.pd, p.region, REGION, ACC_ALL, &p.mr));
         ASSERT(siwarp_mr_stag(p.mr) != old);
     }
+    peer_teardown(&p);
 }
 
 TEST(write_good_then_placed)
@@ -179,6 +190,7 @@ TEST(write_good_then_placed)
     ASSERT_EQ(p.region[5], 0x42);
     ASSERT_EQ(p.region[104], 0x42);
     ASSERT_EQ(p.region[105], 0);
+    peer_teardown(&p);
 }
 
 static void send_case(struct peer *p, bool post, uint32_t qn, uint32_t msn, uint32_t mo,
@@ -209,6 +221,7 @@ TEST(send_without_posted_recv)
     struct peer p;
     peer_setup(&p, true, false);
     send_case(&p, false, 0, 1, 0, 10, T_DDP_UNT(SWP_DDP_EC_U_NO_BUF));
+    peer_teardown(&p);
 }
 
 TEST(send_bad_msn)
@@ -216,6 +229,7 @@ TEST(send_bad_msn)
     struct peer p;
     peer_setup(&p, true, false);
     send_case(&p, true, 0, 2, 0, 10, T_DDP_UNT(SWP_DDP_EC_U_MSN_RANGE));
+    peer_teardown(&p);
 }
 
 TEST(send_bad_mo)
@@ -223,6 +237,7 @@ TEST(send_bad_mo)
     struct peer p;
     peer_setup(&p, true, false);
     send_case(&p, true, 0, 1, 8, 10, T_DDP_UNT(SWP_DDP_EC_U_INV_MO));
+    peer_teardown(&p);
 }
 
 TEST(send_too_long)
@@ -230,6 +245,7 @@ TEST(send_too_long)
     struct peer p;
     peer_setup(&p, true, false);
     send_case(&p, true, 0, 1, 0, 101, T_DDP_UNT(SWP_DDP_EC_U_TOO_LONG));
+    peer_teardown(&p);
 }
 
 /* A receive buffer whose MR went after the WR was posted (deregistered, or
@@ -260,6 +276,7 @@ static void send_to_revoked_recv(bool dereg)
         ASSERT_EQ(p.region[i], 0);
     if (!dereg)
         ASSERT_OK(siwarp_dereg_mr(m2));
+    peer_teardown(&p);
 }
 
 TEST(send_to_deregistered_recv_buffer) { send_to_revoked_recv(true); }
@@ -289,6 +306,7 @@ TEST(send_after_unrelated_dereg_placed)
     ASSERT_EQ(wc.byte_len, 10);
     ASSERT_EQ(p.region[9], 0x66);
     ASSERT_EQ(p.region[10], 0);
+    peer_teardown(&p);
 }
 
 TEST(send_bad_queue_number)
@@ -296,6 +314,7 @@ TEST(send_bad_queue_number)
     struct peer p;
     peer_setup(&p, true, false);
     send_case(&p, true, 5, 1, 0, 10, T_DDP_UNT(SWP_DDP_EC_U_INV_QN));
+    peer_teardown(&p);
 }
 
 static void ctrl_case(uint8_t ddp, uint8_t rdmap, uint32_t want)
@@ -308,6 +327,7 @@ static void ctrl_case(uint8_t ddp, uint8_t rdmap, uint32_t want)
     u[1] = rdmap;
     raw_fpdu(&p, u, sizeof(u), false);
     expect_term(&p, want);
+    peer_teardown(&p);
 }
 
 TEST(unknown_opcode)
@@ -368,6 +388,7 @@ TEST(read_request_invalid_stag)
     peer_setup(&p, true, false);
     raw_fpdu(&p, u, read_req(u, 1, 0xdead00, (uintptr_t)p.region, 64), false);
     expect_term(&p, T_RDMAP(SWP_RDMAP_ET_REMOTE_PROT, SWP_RDMAP_EC_INV_STAG));
+    peer_teardown(&p);
 }
 
 TEST(read_request_no_rights)
@@ -380,6 +401,8 @@ TEST(read_request_no_rights)
                             SIWARP_ACCESS_LOCAL_WRITE | SIWARP_ACCESS_REMOTE_WRITE, &wo));
     raw_fpdu(&p, u, read_req(u, 1, siwarp_mr_stag(wo), (uintptr_t)p.region, 64), false);
     expect_term(&p, T_RDMAP(SWP_RDMAP_ET_REMOTE_PROT, SWP_RDMAP_EC_ACCESS));
+    ASSERT_OK(siwarp_dereg_mr(wo));
+    peer_teardown(&p);
 }
 
 TEST(read_request_beyond_bounds)
@@ -389,6 +412,7 @@ TEST(read_request_beyond_bounds)
     peer_setup(&p, true, false);
     raw_fpdu(&p, u, read_req(u, 1, siwarp_mr_stag(p.mr), (uintptr_t)p.region + 1, REGION), false);
     expect_term(&p, T_RDMAP(SWP_RDMAP_ET_REMOTE_PROT, SWP_RDMAP_EC_BASE_BOUNDS));
+    peer_teardown(&p);
 }
 
 TEST(read_requests_beyond_ird)
@@ -412,6 +436,7 @@ TEST(read_requests_beyond_ird)
     struct siwarp_qp_attr at;
     siwarp_query_qp(p.qp, &at);
     ASSERT_EQ(at.term_sent, T_RDMAP(SWP_RDMAP_ET_REMOTE_OP, SWP_RDMAP_EC_CATA_STREAM));
+    peer_teardown(&p);
 }
 
 TEST(read_response_unsolicited)
@@ -422,6 +447,7 @@ TEST(read_response_unsolicited)
     uint32_t h = tagged(u, SWP_OP_READ_RESP, true, siwarp_mr_stag(p.mr), (uintptr_t)p.region);
     raw_fpdu(&p, u, h + 8, false);
     expect_term(&p, T_RDMAP(SWP_RDMAP_ET_REMOTE_OP, SWP_RDMAP_EC_UNEXP_OPCODE));
+    peer_teardown(&p);
 }
 
 /* A Write of len octets of fill to dst, as one FPDU */
@@ -450,6 +476,7 @@ TEST(bad_crc)
     peer_setup(&p, true, false);
     write_fill(&p, siwarp_mr_stag(p.mr), p.region, 0, 16, true);
     expect_term(&p, SWP_TERM(SWP_TERM_LAYER_LLP, 0, SWP_LLP_EC_CRC));
+    peer_teardown(&p);
 }
 
 /* RFC 5044 4.4, 8: an FPDU that arrives whole has its CRC checked before
@@ -462,6 +489,7 @@ TEST(bad_crc_places_nothing)
     expect_term(&p, SWP_TERM(SWP_TERM_LAYER_LLP, 0, SWP_LLP_EC_CRC));
     for (size_t i = 0; i < REGION; i++)
         ASSERT_EQ(p.region[i], 0);
+    peer_teardown(&p);
 }
 
 /* ...and a header that is wrong as well (an STag nobody registered) is not
@@ -472,6 +500,7 @@ TEST(bad_crc_reported_before_bad_stag)
     peer_setup(&p, true, false);
     write_fill(&p, siwarp_mr_stag(p.mr) ^ 0x100, p.region, 0x77, 64, true);
     expect_term(&p, SWP_TERM(SWP_TERM_LAYER_LLP, 0, SWP_LLP_EC_CRC));
+    peer_teardown(&p);
 }
 
 /* An FPDU checked whole, then one that arrives in two reads and is checked
@@ -504,6 +533,7 @@ TEST(crc_whole_then_split)
         siwarp_query_qp(p.qp, &at);
         ASSERT_EQ(at.state, SIWARP_QPS_RTS);
     }
+    peer_teardown(&p);
 }
 
 TEST(crc_off_ignores_crc_field)
@@ -512,6 +542,7 @@ TEST(crc_off_ignores_crc_field)
     peer_setup(&p, false, false);
     write_fill(&p, siwarp_mr_stag(p.mr), p.region, 9, 16, true);
     wait_placed(&p, p.region, 9, 16);
+    peer_teardown(&p);
 }
 
 TEST(ulpdu_length_zero)
@@ -521,6 +552,7 @@ TEST(ulpdu_length_zero)
     peer_setup(&p, false, false);
     ASSERT_EQ(write(p.raw, f, sizeof(f)), 8);
     expect_term_hdr(&p, SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_CATASTROPHIC, 0), false);
+    peer_teardown(&p);
 }
 
 TEST(ulpdu_length_over_mulpdu)
@@ -533,6 +565,7 @@ TEST(ulpdu_length_over_mulpdu)
     f[3] = swp_ctrl_rdmap(SWP_OP_WRITE);
     ASSERT_EQ(write(p.raw, f, sizeof(f)), 4);
     expect_term_hdr(&p, SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_CATASTROPHIC, 0), false);
+    peer_teardown(&p);
 }
 
 TEST(terminate_received)
@@ -560,6 +593,7 @@ TEST(terminate_received)
     ASSERT(strstr(at.error_str, "catastrophic") != NULL);
     ASSERT_EQ(siwarp_poll_cq(p.cq, 1, &wc), 1);
     ASSERT_EQ(wc.status, SIWARP_WC_WR_FLUSH_ERR);
+    peer_teardown(&p);
 }
 
 /* Several FPDUs delivered one byte per write, with progress in between:
@@ -620,6 +654,7 @@ static void byte_by_byte(bool crc)
     for (uint32_t k = 0; k < 3; k++)
         ASSERT_EQ(p.region[4000 + k], (uint8_t)(93 + k));
     canaries_intact(&p);
+    peer_teardown(&p);
 }
 
 TEST(stream_byte_by_byte_crc) { byte_by_byte(true); }
@@ -702,6 +737,8 @@ TEST(markers_on_the_wire)
     ASSERT_EQ(payload, 1 + 509 + 510 + 4096 + 20000 + 0 + 3);
     ASSERT(markers >= got / 512);
     ASSERT(fpdus >= 7);
+    ASSERT_OK(siwarp_dereg_mr(md));
+    peer_teardown(&p);
 }
 
 /* A marked, CRC'd stream that one siwarp QP transmits, handed to a second
@@ -750,6 +787,9 @@ TEST(relay_byte_by_byte_markers)
     siwarp_query_qp(rx.qp, &at);
     ASSERT_EQ(at.state, SIWARP_QPS_RTS);
     canaries_intact(&rx);
+    ASSERT_OK(siwarp_dereg_mr(md));
+    peer_teardown(&tx);
+    peer_teardown(&rx);
 }
 
 /* FPDUs of every length 1..300 (so FPDUs start and markers fall at many
@@ -794,6 +834,9 @@ TEST(relay_markers_every_offset)
     ASSERT_EQ(at.state, SIWARP_QPS_RTS);
     ASSERT_MEM_EQ(rx.region, want, REGION);
     canaries_intact(&rx);
+    ASSERT_OK(siwarp_dereg_mr(md));
+    peer_teardown(&tx);
+    peer_teardown(&rx);
 }
 
 /* Whatever progress is driven by, a receive call must not return with
@@ -888,6 +931,11 @@ TEST(rx_never_returns_with_staged_bytes)
     ASSERT_EQ(got, N);
     close(cfd);
     close(lfd);
+    ASSERT_OK(siwarp_dereg_mr(mr));
+    ASSERT_OK(siwarp_destroy_qp(qp));
+    ASSERT_OK(siwarp_destroy_cq(cq));
+    ASSERT_OK(siwarp_dealloc_pd(pd));
+    siwarp_ctx_destroy(ctx);
 }
 
 /* Read all FPDUs available within ms; return how many, and their opcodes. */
@@ -912,8 +960,9 @@ static int raw_read_fpdus(struct peer *p, int ms, unsigned *ops, int max)
     return n;
 }
 
-/* The application's first message on a P2P initiator: an 8-byte Send. */
-static void p2p_post_send(struct peer *p)
+/* The application's first message on a P2P initiator: an 8-byte Send;
+ * the MR of its buffer, for the case to deregister. */
+static struct siwarp_mr *p2p_post_send(struct peer *p)
 {
     static uint8_t msg[8] = "payload";
     struct siwarp_mr *m;
@@ -921,6 +970,7 @@ static void p2p_post_send(struct peer *p)
     struct siwarp_sge sg = { msg, sizeof(msg), siwarp_mr_stag(m) };
     struct siwarp_send_wr w = { .wr_id = 1, .sg_list = &sg, .num_sge = 1, .opcode = SIWARP_WR_SEND };
     ASSERT_OK(siwarp_post_send(p->qp, &w, NULL));
+    return m;
 }
 
 /* P2P initiator with a Read RTR (RFC 6581 6): nothing else leaves before
@@ -932,7 +982,7 @@ TEST(p2p_read_rtr_hold_and_retry)
     struct peer p;
     unsigned ops[16];
     peer_setup_p2p(&p, true, false, SIWARP_RTR_READ);
-    p2p_post_send(&p);
+    struct siwarp_mr *m = p2p_post_send(&p);
     /* first the RTR alone */
     ASSERT_EQ(raw_read_fpdus(&p, 50, ops, 16), 1);
     ASSERT_EQ(ops[0], SWP_OP_READ_REQ);
@@ -958,6 +1008,8 @@ TEST(p2p_read_rtr_hold_and_retry)
     struct siwarp_qp_attr at;
     siwarp_query_qp(p.qp, &at);
     ASSERT_EQ(at.state, SIWARP_QPS_RTS);
+    ASSERT_OK(siwarp_dereg_mr(m));
+    peer_teardown(&p);
 }
 
 /* Toward a siwarp responder the initiator does not wait for the Read RTR's
@@ -969,7 +1021,7 @@ TEST(p2p_read_rtr_no_hold_toward_siwarp)
     struct peer p;
     unsigned ops[16];
     peer_setup_nego(&p, true, false, SIWARP_RTR_READ, true);
-    p2p_post_send(&p);
+    struct siwarp_mr *m = p2p_post_send(&p);
     ASSERT_EQ(raw_read_fpdus(&p, 50, ops, 16), 2);
     ASSERT_EQ(ops[0], SWP_OP_READ_REQ);    /* the RTR */
     ASSERT_EQ(ops[1], SWP_OP_SEND);        /* not held for its answer */
@@ -985,6 +1037,8 @@ TEST(p2p_read_rtr_no_hold_toward_siwarp)
     siwarp_query_qp(p.qp, &at);
     ASSERT_EQ(at.state, SIWARP_QPS_RTS);
     ASSERT_EQ(swp_ring_count(&p.qp->orqr), 0);
+    ASSERT_OK(siwarp_dereg_mr(m));
+    peer_teardown(&p);
 }
 
 /* P2P with the Write RTR: no answer exists, so until the peer has sent a
@@ -995,7 +1049,7 @@ TEST(p2p_write_rtr_nudge_until_peer_speaks)
     struct peer p;
     unsigned ops[16];
     peer_setup_p2p(&p, true, false, SIWARP_RTR_WRITE);
-    p2p_post_send(&p);
+    struct siwarp_mr *m = p2p_post_send(&p);
     ASSERT_EQ(raw_read_fpdus(&p, 50, ops, 16), 2);
     ASSERT_EQ(ops[0], SWP_OP_WRITE);       /* the RTR */
     ASSERT_EQ(ops[1], SWP_OP_SEND);
@@ -1018,6 +1072,8 @@ TEST(p2p_write_rtr_nudge_until_peer_speaks)
     struct siwarp_qp_attr at;
     siwarp_query_qp(p.qp, &at);
     ASSERT_EQ(at.state, SIWARP_QPS_RTS);
+    ASSERT_OK(siwarp_dereg_mr(m));
+    peer_teardown(&p);
 }
 
 SWP_TEST_MAIN()

@@ -92,6 +92,7 @@ TEST(single_thread_context_moves_sends_writes_and_reads)
     /* and back to the locking default on the same context */
     ASSERT_OK(siwarp_ctx_set_single_thread(p.ctx, false));
     exchange(&p, 4096, 99);
+    swp_test_pair_teardown(&p);
 }
 
 /* A call that another thread makes while the test holds the context's
@@ -138,6 +139,7 @@ TEST(single_thread_takes_no_lock_and_the_default_does)
     ASSERT(call_gets_through_held_lock(&p));            /* no lock taken */
     ASSERT_OK(siwarp_ctx_set_single_thread(p.ctx, false));
     ASSERT(!call_gets_through_held_lock(&p));
+    swp_test_pair_teardown(&p);
 }
 
 /* A thread asleep in the context would wake up to a context nobody locks:
@@ -155,6 +157,7 @@ TEST(single_thread_refused_while_a_thread_sleeps)
     ASSERT_EQ(swp_test_sleeper_join(&s), -ETIMEDOUT);   /* it slept the 500 ms out */
     ASSERT_OK(siwarp_ctx_set_single_thread(p.ctx, true));
     ASSERT(p.ctx->single_thread);
+    swp_test_pair_teardown(&p);
 }
 
 SWP_TEST_MAIN()

@@ -67,14 +67,16 @@ static void rig_setup(struct rig *r, uint32_t srq_max)
     }
 }
 
-/* Release what rig_setup made. */
+/* Release what rig_setup made (what the case destroyed itself is NULL). */
 static void rig_teardown(struct rig *r)
 {
     for (int i = 0; i < NQP; i++) {
-        ASSERT_OK(siwarp_destroy_qp(r->qp[i]));
+        if (r->qp[i])
+            ASSERT_OK(siwarp_destroy_qp(r->qp[i]));
         close(r->raw[i]);
     }
-    ASSERT_OK(siwarp_destroy_srq(r->srq));
+    if (r->srq)
+        ASSERT_OK(siwarp_destroy_srq(r->srq));
     ASSERT_OK(siwarp_dereg_mr(r->mr));
     ASSERT_OK(siwarp_destroy_cq(r->cq));
     ASSERT_OK(siwarp_dealloc_pd(r->pd));
@@ -310,8 +312,11 @@ TEST(srq_destroy_with_qps_is_busy)
     for (int q = 0; q < NQP; q++) {
         ASSERT_EQ(siwarp_destroy_srq(r.srq), -EBUSY);
         ASSERT_OK(siwarp_destroy_qp(r.qp[q]));
+        r.qp[q] = NULL;
     }
     ASSERT_OK(siwarp_destroy_srq(r.srq));
+    r.srq = NULL;
+    rig_teardown(&r);
 }
 
 TEST(srq_qp_refuses_post_recv)
@@ -322,6 +327,7 @@ TEST(srq_qp_refuses_post_recv)
     rig_setup(&r, NBUF);
     s = (struct siwarp_sge){ r.buf, BUFSZ, siwarp_mr_stag(r.mr) };
     ASSERT_EQ(siwarp_post_recv(r.qp[0], &wr, NULL), -EINVAL);
+    rig_teardown(&r);
 }
 
 TEST(srq_other_pd_refused)
@@ -336,6 +342,8 @@ TEST(srq_other_pd_refused)
     a.max_send_wr = 4;
     a.srq = r.srq;
     ASSERT_EQ(siwarp_create_qp(pd2, &a, &qp), -EINVAL);
+    ASSERT_OK(siwarp_dealloc_pd(pd2));
+    rig_teardown(&r);
 }
 
 TEST(srq_post_checks)
@@ -353,6 +361,7 @@ TEST(srq_post_checks)
     s[0].lkey ^= 0xff;                                            /* wrong key */
     ASSERT(siwarp_post_srq_recv(r.srq, &wr, NULL) < 0);
     ASSERT_EQ(srq_posted(&r), 0);
+    rig_teardown(&r);
 }
 
 /* max_wr is a hard limit; growing keeps posted WQEs in their order. */
@@ -384,6 +393,7 @@ TEST(srq_full_then_resize_keeps_order)
         expect_recv(&r, k % NQP, 100 + (uint64_t)k, 2);
         ASSERT_EQ(r.buf[(size_t)k * BUFSZ], k);
     }
+    rig_teardown(&r);
 }
 
 /* Messages to several QPs in one stream of progress calls share the
@@ -409,6 +419,7 @@ TEST(shared_staging_many_qps_one_progress)
         ASSERT_EQ(r.buf[(wc.wr_id - 100) * BUFSZ + 999], 0x10 * q + got[q]);
         got[q]++;
     }
+    rig_teardown(&r);
 }
 
 TEST(srq_refused_on_bad_attr)
@@ -455,6 +466,7 @@ TEST(srq_qp_closed_while_idle_says_last_once)
     ASSERT_EQ(wc.status, SIWARP_WC_WR_FLUSH_ERR);
     no_wc(&r);
     ASSERT_EQ(qp_state(&r, 0, &at), SIWARP_QPS_RTS);
+    rig_teardown(&r);
 }
 
 SWP_TEST_MAIN()
