@@ -60,6 +60,18 @@ if [ "${OMPI_MAJOR:-4}" -ge 5 ]; then
     export PRTE_MCA_rmaps_default_mapping_policy=${PRTE_MCA_rmaps_default_mapping_policy-:oversubscribe}
     pmix_lib=$(pkg-config --variable=libdir pmix 2>/dev/null)
     [ -d "$pmix_lib/pmix" ] && export PMIX_MCA_mca_base_component_path="$pmix_lib/pmix"
+    # Debian 13's mpirun crashes on any MPMD line (open-mpi/ompi#13303):
+    # where it does, mpirun-mpmd.sh runs such lines as one SPMD job
+    if [ -z "${MPMD_REAL_MPIRUN:-}" ] && command -v mpirun >/dev/null 2>&1; then
+        timeout 60 mpirun -np 1 true : -np 1 true >/dev/null 2>&1
+        if [ $? -eq 139 ]; then
+            export MPMD_REAL_MPIRUN=$(command -v mpirun)
+            mkdir -p "$OUT/mpmd-bin"
+            printf '#!/bin/sh\nexec sh "%s/test/mpi/mpirun-mpmd.sh" "$@"\n' "$srcdir" > "$OUT/mpmd-bin/mpirun"
+            chmod +x "$OUT/mpmd-bin/mpirun"
+            export PATH="$OUT/mpmd-bin:$PATH"
+        fi
+    fi
 else
     OSC_AM=pt2pt BTL_SM=vader
 fi

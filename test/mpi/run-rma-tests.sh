@@ -56,8 +56,8 @@ fi
 
 # the reference: the same program over btl tcp with osc/pt2pt
 log=$(log_name "rma reference")
-timeout "$T" mpirun --mca pml ob1 --mca btl tcp,self --bind-to none --mca osc $OSC_AM -np 4 \
-    "$OUT/mpi_rma" > "$log" 2>&1
+timeout "$T" mpirun --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo --bind-to none \
+    --mca osc $OSC_AM -np 4 "$OUT/mpi_rma" > "$log" 2>&1
 rc=$?
 if [ $rc -eq 0 ] && grep -q "rma: ok on 4 ranks" "$log"; then
     ok "reference: mpi_rma over btl tcp with osc/$OSC_AM, np=4"
