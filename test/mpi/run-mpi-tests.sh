@@ -165,7 +165,7 @@ fi
 log="$OUT/fallback_error.log"
 # with btl tcp also selected, ob1 must move the refused pair to btl/tcp
 timeout "$T" mpirun --mca pml ob1 --mca btl siwarp,tcp,self --mca osc ^ucx --bind-to none \
-    --mca btl_base_verbose 20 -np 1 -x OMPI_MCA_btl_siwarp_mpa=0 -x OMPI_MCA_btl_siwarp_fallback=error \
+    --mca btl_tcp_if_include lo --mca btl_base_verbose 20 -np 1 -x OMPI_MCA_btl_siwarp_mpa=0 -x OMPI_MCA_btl_siwarp_fallback=error \
     "$OUT/mpi_pingpong" 1048576 : -np 1 -x OMPI_MCA_btl_siwarp_fallback=error \
     "$OUT/mpi_pingpong" 1048576 > "$log" 2>&1
 rc=$?
