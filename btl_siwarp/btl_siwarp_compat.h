@@ -51,6 +51,18 @@
 #endif
 #endif
 
+/* 3.3 asks a BTL whether its put/get/atomics complete remotely (the data
+ * placed at the target when the callback runs); osc/rdma of 5.0 uses a
+ * BTL directly only if so, and otherwise emulates RDMA and atomics with
+ * active messages over it.  This BTL's do: a put completes with the
+ * zero-length Read (or fallback NOP) behind it, atomics and gets with
+ * their answer (btl_siwarp_datapath.c, btl_siwarp_atomic.c). */
+#if BTL_VERSION >= 330
+#define MCA_BTL_SIWARP_FLAGS_REMOTE_COMPLETION MCA_BTL_FLAGS_RDMA_REMOTE_COMPLETION
+#else
+#define MCA_BTL_SIWARP_FLAGS_REMOTE_COMPLETION 0
+#endif
+
 /* 5.0 dropped OPAL_MODULE_DECLSPEC; OPAL_DECLSPEC is the same attribute */
 #ifndef OPAL_MODULE_DECLSPEC
 #define OPAL_MODULE_DECLSPEC OPAL_DECLSPEC
