@@ -41,6 +41,13 @@ dyn_reap() {
     done
 }
 
+# Open MPI 5 (PRRTE): the launcher's out-of-band layer takes no
+# loopback-only interface list ("No network interfaces were found")
+if [ "${OMPI_MAJOR:-4}" -ge 5 ]; then
+    DYN_OOB_LO=""
+else
+    DYN_OOB_LO="--mca oob_tcp_if_include lo"
+fi
 # dyn_mpirun TRANSPORT LOG ARGS...: one job over siwarp or btl tcp, bounded
 # by DT (DYN_BOUND overrides), launched by DYN_RUNNER (default mpirun);
 # DYN_NET_siwarp / DYN_NET_tcp / DYN_OOB replace the loopback interface options
@@ -239,13 +246,7 @@ dyn_pair() {
     return $prc
 }
 DYN_URI="$OUT/dyn-ompi-server.uri"
-# Open MPI 5 has no ompi-server (PRRTE's DVM took its place) and its
-# launcher's out-of-band layer takes no loopback-only interface list
-if [ "${OMPI_MAJOR:-4}" -ge 5 ]; then
-    DYN_OOB_LO=""
-else
-    DYN_OOB_LO="--mca oob_tcp_if_include lo"
-fi
+# Open MPI 5 has no ompi-server (PRRTE's DVM took its place)
 if ! command -v ompi-server >/dev/null 2>&1; then
     skip "dyn: two jobs on this host through ompi-server" "no ompi-server (Open MPI $OMPI_MAJOR)"
     dyn_server=
