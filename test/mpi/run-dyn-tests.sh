@@ -169,8 +169,15 @@ dyn_case "MPI_Comm_spawn from 2 parents: 2, 3 and 4 children in turn, both ways 
     dyn_mpirun -np 2 "$OUT/mpi_spawn" spawn 2,3,4
 dyn_case "MPI_Comm_spawn from 4 parents: 2, 3 and 4 children in turn" \
     dyn_mpirun -np 4 "$OUT/mpi_spawn" spawn 2,3,4
-dyn_case "MPI_Comm_spawn_multiple: 1 child of one command and 2 of another, each with its own argv" \
-    dyn_mpirun -np 2 "$OUT/mpi_spawn" multiple "$OUT/mpi_spawn_b" 1 2
+# several app contexts in one launch crash Debian 13's launcher, spawned
+# or from the command line (lib-mpi-tap.sh's probe set MPMD_REAL_MPIRUN)
+if [ -n "${MPMD_REAL_MPIRUN:-}" ]; then
+    skip "dyn: MPI_Comm_spawn_multiple" \
+        "this Open MPI's launcher crashes on several app contexts (open-mpi/ompi#13303)"
+else
+    dyn_case "MPI_Comm_spawn_multiple: 1 child of one command and 2 of another, each with its own argv" \
+        dyn_mpirun -np 2 "$OUT/mpi_spawn" multiple "$OUT/mpi_spawn_b" 1 2
+fi
 
 DYN_PAT="accept split: ok"
 dyn_case "MPI_Comm_accept/connect between the halves of a 4-rank job" \
