@@ -6,14 +6,15 @@
 # Copies this tree's files (git's list, the working copy) into the root,
 # runs there what the README tells a Debian 13 user to run
 # (sh contrib/setup.sh && ./autogen.sh && ./configure && make -j2), then the
-# MPI test suite (run-mpi-tests.sh with MPI_TEST_QUICK=1, run-rma-tests.sh,
-# run-dyn-tests.sh) and a short benchmark: 8 B latency
+# MPI test suite (run-mpi-tests.sh with MPI_TEST_QUICK=1 but for its 256 MiB
+# section, run-rma-tests.sh, then a short benchmark, then run-dyn-tests.sh)
+# -- the benchmark: 8 B latency
 # and 256 KiB bandwidth of siwarp against btl tcp and pml ucx (UCX_TLS=tcp),
 # one launch each (figures only: one run on a shared host decides nothing).
 # A machine where the root cannot be made skips with the reason.
 #
 # Environment: OMPI5_SECTIONS (subset of: mpi rma dyn bench; default all),
-# OMPI5_TIMEOUT (seconds for the whole run in the root, default 1080).
+# OMPI5_TIMEOUT (seconds for the whole run in the root, default 1140).
 set -u
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -70,16 +71,14 @@ echo "1..$n"
 export MPI_TEST_QUICK=1 BUILDDIR=/build/siwarp srcdir=/build/siwarp
 rc=0
 if section mpi; then
-    echo "# ---- run-mpi-tests.sh (MPI_TEST_QUICK=1)"
-    sh test/mpi/run-mpi-tests.sh || rc=1
+    # the 256 MiB cases ("big") stay on 4.1: they test the BTL, not the
+    # interface, and the whole run has to fit CI's budget
+    echo "# ---- run-mpi-tests.sh (MPI_TEST_QUICK=1, no big section)"
+    MPI_TEST_SECTIONS="core fallback hostile params netns" sh test/mpi/run-mpi-tests.sh || rc=1
 fi
 if section rma; then
     echo "# ---- run-rma-tests.sh"
     sh test/mpi/run-rma-tests.sh || rc=1
-fi
-if section dyn; then
-    echo "# ---- run-dyn-tests.sh"
-    MPI_DYN_TIMEOUT=60 sh test/mpi/run-dyn-tests.sh || rc=1
 fi
 if section bench; then
     echo "# ---- benchmark: mpi-bench, one launch per transport"
@@ -108,12 +107,16 @@ if section bench; then
     done
     echo "1..$n"
 fi
+if section dyn; then
+    echo "# ---- run-dyn-tests.sh"
+    MPI_DYN_TIMEOUT=60 sh test/mpi/run-dyn-tests.sh || rc=1
+fi
 exit $rc
 EOF
 
-timeout -k 30 "${OMPI5_TIMEOUT:-1080}" sh "$ROOTSH" run sh /build/inside.sh
+timeout -k 30 "${OMPI5_TIMEOUT:-1140}" sh "$ROOTSH" run sh /build/inside.sh
 rc=$?
-[ $rc -eq 124 ] && echo "not ok - the run in the Debian 13 root passed its bound (${OMPI5_TIMEOUT:-1080} s)"
+[ $rc -eq 124 ] && echo "not ok - the run in the Debian 13 root passed its bound (${OMPI5_TIMEOUT:-1140} s)"
 
 # ---- across the two roots: libsiwarp built on Debian 13 (next to Open MPI
 # 5) against this tree's Debian 12 build (Open MPI 4.1), over loopback:
