@@ -28,7 +28,7 @@
 #include "opal/mca/btl/base/base.h"
 #include "opal/mca/btl/base/btl_base_error.h"
 #include "opal/mca/rcache/rcache.h"
-#include "opal/threads/mutex.h"
+#include "btl_siwarp_compat.h"
 #include "opal/util/proc.h"
 
 #include <siwarp/siwarp.h>

@@ -92,6 +92,13 @@ static uint64_t apply(int op, int flags, uint64_t old, uint64_t x)
 {
     int is32 = flags & MCA_BTL_SIWARP_AF_32BIT;
 
+    if (is32) {
+        /* a 32-bit operand is its low word only: Open MPI 5's osc/rdma
+         * copies the 4 bytes into an uninitialised 64-bit operand, and the
+         * high word's garbage made LAND/LOR/LXOR see a non-zero operand */
+        old = (uint32_t) old;
+        x = (uint32_t) x;
+    }
     if (flags & MCA_BTL_SIWARP_AF_FLOAT) {
         double a = from_bits(old, is32), b = from_bits(x, is32);
         switch (op) {

@@ -59,7 +59,6 @@
 #include <nettle/hmac.h>
 #include <nettle/memops.h>
 
-#include "opal/mca/pmix/pmix.h"
 #include "opal/util/output.h"
 
 #define AUTH_MODEX_KEY  "btl.siwarp.auth"

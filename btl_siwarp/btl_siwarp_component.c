@@ -19,7 +19,6 @@
 #include <net/if.h>
 
 #include "opal/mca/base/mca_base_var.h"
-#include "opal/mca/pmix/pmix.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/argv.h"
 #include "opal/util/if.h"

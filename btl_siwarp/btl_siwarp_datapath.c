@@ -360,16 +360,8 @@ static int deliver(mca_btl_siwarp_module_t *m, mca_btl_siwarp_endpoint_t *ep,
             .seg_addr.pval = hdr + 1,
             .seg_len = byte_len - sizeof(*hdr),
         };
-        mca_btl_base_descriptor_t des;
-        const mca_btl_active_message_callback_t *reg =
-            mca_btl_base_active_message_trigger + hdr->tag;
 
-        memset(&des, 0, sizeof(des));
-        des.des_segments = &seg;
-        des.des_segment_count = 1;
-        if (reg->cbfunc) {
-            reg->cbfunc(&m->super, hdr->tag, &des, reg->cbdata);
-        }
+        mca_btl_siwarp_deliver_am(&m->super, ep, hdr->tag, &seg);
     } else if (MCA_BTL_SIWARP_MSG_CREDIT != hdr->type) {
         int rc = mca_btl_siwarp_atomic_recv(ep, hdr, byte_len);
         if (rc < 0) {

@@ -18,7 +18,6 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 
-#include "opal/mca/pmix/pmix.h"
 #include "opal/util/show_help.h"
 #include "opal/util/output.h"
 

@@ -153,8 +153,6 @@ static int rx_data(mca_btl_siwarp_endpoint_t *ep, uint8_t *body)
     mca_btl_siwarp_module_t *m = ep->module;
     mca_btl_siwarp_hdr_t *hdr;
     mca_btl_base_segment_t seg;
-    mca_btl_base_descriptor_t des;
-    const mca_btl_active_message_callback_t *reg;
 
     if ((uintptr_t) body & 7) {
         if (NULL == ep->rx_buf && NULL == (ep->rx_buf = malloc(m->frag_size))) {
@@ -170,15 +168,9 @@ static int rx_data(mca_btl_siwarp_endpoint_t *ep, uint8_t *body)
     if (MCA_BTL_SIWARP_MSG_AM != hdr->type) {
         return -1;
     }
-    reg = mca_btl_base_active_message_trigger + hdr->tag;
     seg.seg_addr.pval = hdr + 1;
     seg.seg_len = ep->rx_len - sizeof(*hdr);
-    memset(&des, 0, sizeof(des));
-    des.des_segments = &seg;
-    des.des_segment_count = 1;
-    if (reg->cbfunc) {
-        reg->cbfunc(&m->super, hdr->tag, &des, reg->cbdata);
-    }
+    mca_btl_siwarp_deliver_am(&m->super, ep, hdr->tag, &seg);
     return 0;
 }
 

@@ -481,7 +481,7 @@ const mca_btl_base_module_t mca_btl_siwarp_module_template = {
     .btl_min_rdma_pipeline_size = 256 * 1024,
     .btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_PUT | MCA_BTL_FLAGS_GET |
                  MCA_BTL_FLAGS_RDMA_COMPLETION | MCA_BTL_FLAGS_ATOMIC_OPS |
-                 MCA_BTL_FLAGS_ATOMIC_FOPS,
+                 MCA_BTL_FLAGS_ATOMIC_FOPS | MCA_BTL_SIWARP_FLAGS_REMOTE_COMPLETION,
     .btl_registration_handle_size = sizeof(mca_btl_base_registration_handle_t),
     .btl_get_limit = 1024 * 1024 * 1024,
     .btl_get_alignment = 0,

@@ -40,7 +40,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "opal/mca/pmix/pmix.h"
 
 /* Other processes in the job (PMIx job size - 1), at least 1. */
 static int job_peers(void)

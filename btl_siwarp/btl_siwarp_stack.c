@@ -20,7 +20,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "opal/mca/pmix/pmix.h"
 
 #define STACK_MODEX_KEY "btl.siwarp.netstack"
 

@@ -21,3 +21,4 @@ EXTRA_DIST += contrib/turnaround.c
 # a spinner on the core (built by hand, see its header; PERFORMANCE.md,
 # session 29)
 EXTRA_DIST += contrib/wait-pingpong.c
+EXTRA_DIST += contrib/ompi5-root.sh

@@ -1,21 +1,60 @@
 #!/bin/sh
-# setup.sh - install every Debian 12 package siwarp needs (build, tests,
-# benchmarks, plots, trace checks).  Idempotent: does nothing when all are
-# already installed.  Run as root (or with sudo available).
+# setup.sh - install every Debian package siwarp needs (build, tests,
+# benchmarks, plots, trace checks), on Debian 12 (Open MPI 4.1) or Debian 13
+# (Open MPI 5.0).  Idempotent: does nothing when all are already installed.
+# Run as root (or with sudo available).  `setup.sh --list` prints the list.
 #
 # This is the one list of the project's system packages; add new ones here.
+# (libclang-rt-dev: the compiler-rt of the release's default clang.
+# mmdebstrap: the Debian 13 root of the Open MPI 5 tests, contrib/ompi5-root.sh.)
 PACKAGES="
 build-essential autoconf automake libtool pkg-config
 libopenmpi-dev openmpi-bin
 libevent-dev libhwloc-dev liburing-dev libibverbs-dev librdmacm-dev nettle-dev
 tshark iproute2 nftables
-clang libclang-rt-14-dev valgrind
+clang libclang-rt-dev valgrind
 gnuplot-nox python3
 iperf3 qperf libfabric-bin
 libucx-dev ucx-utils dpkg-dev
+mmdebstrap
 "
 
 set -e
+
+if [ "${1:-}" = "--list" ]; then
+    echo $PACKAGES
+    exit 0
+fi
+
+# ompi_source: Open MPI 5's libopenmpi-dev (Debian 13) lacks internal
+# headers the BTL needs (the threads and timer components'); configure
+# takes them from the same version's Debian source package, unpacked as
+# /usr/src/openmpi-VERSION (m4/siwarp_ompi.m4).  Needs deb-src entries: made
+# from the system's own deb entries when there are none.
+ompi_source() {
+    v=$(dpkg-query -W -f='${Version}' libopenmpi-dev 2>/dev/null) || return 0
+    u=${v#*:}; u=${u%-*}
+    case $u in 5.*) ;; *) return 0 ;; esac
+    [ -f "/usr/src/openmpi-$u/opal/mca/btl/btl.h" ] && return 0
+    echo "setup.sh: Open MPI $u: unpacking its Debian source into /usr/src (internal headers)"
+    if ! apt-get source --print-uris "openmpi=$v" >/dev/null 2>&1; then
+        src=/etc/apt/sources.list.d/siwarp-deb-src.list
+        cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+            sed -n 's/^deb \(.*\)/deb-src \1/p' | $SUDO tee "$src" >/dev/null
+        for f in /etc/apt/sources.list.d/*.sources; do
+            [ -f "$f" ] || continue
+            sed 's/^Types:.*/Types: deb-src/' "$f" |
+                $SUDO tee "/etc/apt/sources.list.d/siwarp-src-$(basename "$f")" >/dev/null
+        done
+        $SUDO apt-get update </dev/null
+    fi
+    $SUDO mkdir -p /usr/src
+    (cd /usr/src && $SUDO apt-get source -q "openmpi=$v" </dev/null)
+    [ -f "/usr/src/openmpi-$u/opal/mca/btl/btl.h" ] || {
+        echo "setup.sh: apt-get source openmpi=$v did not give /usr/src/openmpi-$u" >&2
+        exit 1
+    }
+}
 
 missing=
 for p in $PACKAGES; do
@@ -78,6 +117,7 @@ fi
 if [ -z "$missing" ]; then
     echo "setup.sh: all packages already installed"
     ucx_source
+    ompi_source
     exit 0
 fi
 
@@ -93,4 +133,5 @@ $SUDO apt-get update </dev/null
 # shellcheck disable=SC2086
 $SUDO apt-get install -y --no-install-recommends $missing </dev/null
 ucx_source
+ompi_source
 echo "setup.sh: done"

@@ -46,6 +46,36 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_plm_rsh_agent=${OMPI_MCA_plm_rsh_agent:-false}
 export OMPI_MCA_rmaps_base_oversubscribe=1
 
+# What differs between Open MPI 4.1 and 5.0 for a test (README: Open MPI 5):
+# OSC_AM, the one-sided component that runs over a BTL's sends (4.1:
+# osc/pt2pt; 5.0 removed it, osc/rdma emulates RDMA over active messages
+# on a BTL without it); BTL_SM, the shared-memory BTL (vader, sm).  5.0's
+# launcher (PRRTE) takes its settings as PRTE_MCA_*, and PMIx reads
+# OMPI_MCA_mca_base_component_path as its own plugin path unless its own
+# is set.
+OMPI_MAJOR=$(ompi_info -V 2>/dev/null | sed -n 's/^Open MPI v\([0-9]*\)\..*/\1/p')
+if [ "${OMPI_MAJOR:-4}" -ge 5 ]; then
+    OSC_AM=rdma BTL_SM=sm
+    export PRTE_MCA_plm_ssh_agent=${PRTE_MCA_plm_ssh_agent:-false}
+    export PRTE_MCA_rmaps_default_mapping_policy=${PRTE_MCA_rmaps_default_mapping_policy-:oversubscribe}
+    pmix_lib=$(pkg-config --variable=libdir pmix 2>/dev/null)
+    [ -d "$pmix_lib/pmix" ] && export PMIX_MCA_mca_base_component_path="$pmix_lib/pmix"
+    # Debian 13's mpirun crashes on any MPMD line (open-mpi/ompi#13303):
+    # where it does, mpirun-mpmd.sh runs such lines as one SPMD job
+    if [ -z "${MPMD_REAL_MPIRUN:-}" ] && command -v mpirun >/dev/null 2>&1; then
+        timeout 60 mpirun -np 1 true : -np 1 true >/dev/null 2>&1
+        if [ $? -eq 139 ]; then
+            export MPMD_REAL_MPIRUN=$(command -v mpirun)
+            mkdir -p "$OUT/mpmd-bin"
+            printf '#!/bin/sh\nexec sh "%s/test/mpi/mpirun-mpmd.sh" "$@"\n' "$srcdir" > "$OUT/mpmd-bin/mpirun"
+            chmod +x "$OUT/mpmd-bin/mpirun"
+            export PATH="$OUT/mpmd-bin:$PATH"
+        fi
+    fi
+else
+    OSC_AM=pt2pt BTL_SM=vader
+fi
+
 # mpi_tap_build WHAT LOG PROGRAM...: build test/mpi/PROGRAM.c into $OUT with
 # mpicc, one TAP line for all ("build WHAT with mpicc"); on failure the
 # plan and exit, since nothing can run

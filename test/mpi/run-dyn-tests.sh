@@ -41,6 +41,13 @@ dyn_reap() {
     done
 }
 
+# Open MPI 5 (PRRTE): the launcher's out-of-band layer takes no
+# loopback-only interface list ("No network interfaces were found")
+if [ "${OMPI_MAJOR:-4}" -ge 5 ]; then
+    DYN_OOB_LO=""
+else
+    DYN_OOB_LO="--mca oob_tcp_if_include lo"
+fi
 # dyn_mpirun TRANSPORT LOG ARGS...: one job over siwarp or btl tcp, bounded
 # by DT (DYN_BOUND overrides), launched by DYN_RUNNER (default mpirun);
 # DYN_NET_siwarp / DYN_NET_tcp / DYN_OOB replace the loopback interface options
@@ -57,7 +64,7 @@ dyn_mpirun() {
     # shellcheck disable=SC2086
     SIWARP_DYN_MARK=$dmark NETNS_MPIRUN_TIMEOUT=$((dbound + 60)) \
         timeout -k 10 $((dbound + 60)) ${DYN_RUNNER:-mpirun} --mca pml ob1 \
-        --mca osc ^ucx --bind-to none ${DYN_OOB---mca oob_tcp_if_include lo} $dnet "$@" \
+        --mca osc ^ucx --bind-to none ${DYN_OOB-$DYN_OOB_LO} $dnet "$@" \
         > "$dlog" 2>&1 &
     dpid=$!
     dwaited=0
@@ -162,8 +169,15 @@ dyn_case "MPI_Comm_spawn from 2 parents: 2, 3 and 4 children in turn, both ways 
     dyn_mpirun -np 2 "$OUT/mpi_spawn" spawn 2,3,4
 dyn_case "MPI_Comm_spawn from 4 parents: 2, 3 and 4 children in turn" \
     dyn_mpirun -np 4 "$OUT/mpi_spawn" spawn 2,3,4
-dyn_case "MPI_Comm_spawn_multiple: 1 child of one command and 2 of another, each with its own argv" \
-    dyn_mpirun -np 2 "$OUT/mpi_spawn" multiple "$OUT/mpi_spawn_b" 1 2
+# several app contexts in one launch crash Debian 13's launcher, spawned
+# or from the command line (lib-mpi-tap.sh's probe set MPMD_REAL_MPIRUN)
+if [ -n "${MPMD_REAL_MPIRUN:-}" ]; then
+    skip "dyn: MPI_Comm_spawn_multiple" \
+        "this Open MPI's launcher crashes on several app contexts (open-mpi/ompi#13303)"
+else
+    dyn_case "MPI_Comm_spawn_multiple: 1 child of one command and 2 of another, each with its own argv" \
+        dyn_mpirun -np 2 "$OUT/mpi_spawn" multiple "$OUT/mpi_spawn_b" 1 2
+fi
 
 DYN_PAT="accept split: ok"
 dyn_case "MPI_Comm_accept/connect between the halves of a 4-rank job" \
@@ -239,7 +253,11 @@ dyn_pair() {
     return $prc
 }
 DYN_URI="$OUT/dyn-ompi-server.uri"
-if dyn_ompi_server "$DYN_URI" env OMPI_MCA_oob_tcp_if_include=lo; then
+# Open MPI 5 has no ompi-server (PRRTE's DVM took its place)
+if ! command -v ompi-server >/dev/null 2>&1; then
+    skip "dyn: two jobs on this host through ompi-server" "no ompi-server (Open MPI $OMPI_MAJOR)"
+    dyn_server=
+elif dyn_ompi_server "$DYN_URI" env OMPI_MCA_oob_tcp_if_include=lo; then
     # Only loopback joins the two jobs: a process of the other job has no
     # locality in Open MPI ("host: unknown"); the BTL finds it shares this
     # network stack by the identity both publish (btl_siwarp_stack.c).
@@ -250,13 +268,13 @@ if dyn_ompi_server "$DYN_URI" env OMPI_MCA_oob_tcp_if_include=lo; then
 else
     not_ok "dyn: ompi-server did not report its URI"; diag "$DYN_URI.log"
 fi
-kill $dyn_server 2>/dev/null
-wait $dyn_server 2>/dev/null
+[ -n "$dyn_server" ] && { kill $dyn_server 2>/dev/null; wait $dyn_server 2>/dev/null; }
 
 # The same between two "hosts": ompi-server and the server job in one
 # network namespace, the client job in the other (contrib/netns.sh), over
 # the veth pair only.
 why=$(netns_why)
+command -v ompi-server >/dev/null 2>&1 || why="no ompi-server (Open MPI $OMPI_MAJOR)"
 if [ -n "$why" ]; then
     skip "dyn: two jobs in two network namespaces through ompi-server" "$why"
 else

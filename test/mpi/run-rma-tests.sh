@@ -56,13 +56,13 @@ fi
 
 # the reference: the same program over btl tcp with osc/pt2pt
 log=$(log_name "rma reference")
-timeout "$T" mpirun --mca pml ob1 --mca btl tcp,self --bind-to none --mca osc pt2pt -np 4 \
-    "$OUT/mpi_rma" > "$log" 2>&1
+timeout "$T" mpirun --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo --bind-to none \
+    --mca osc $OSC_AM -np 4 "$OUT/mpi_rma" > "$log" 2>&1
 rc=$?
 if [ $rc -eq 0 ] && grep -q "rma: ok on 4 ranks" "$log"; then
-    ok "reference: mpi_rma over btl tcp with osc/pt2pt, np=4"
+    ok "reference: mpi_rma over btl tcp with osc/$OSC_AM, np=4"
 else
-    not_ok "reference: mpi_rma over btl tcp with osc/pt2pt failed (exit $rc): the test, not siwarp"
+    not_ok "reference: mpi_rma over btl tcp with osc/$OSC_AM failed (exit $rc): the test, not siwarp"
     diag "$log"
 fi
 
@@ -166,12 +166,13 @@ netns_rma "osc/rdma np=4, MPI_Win_create windows" 4 siwarp,self --mca osc rdma \
 # (osc/rdma wants one BTL reaching every rank; siwarp reaches its host's
 # ranks too, while ob1 keeps sending to them over vader).
 netns_rma "no --mca osc given, np=2" 2 siwarp,self "$OUT/mpi_rma" counter acc sync
-netns_rma "no --mca osc given, siwarp,vader,self, np=4" 4 siwarp,vader,self \
+netns_rma "no --mca osc given, siwarp,$BTL_SM,self, np=4" 4 siwarp,$BTL_SM,self \
     "$OUT/mpi_rma" counter cas acc sync
 # Open MPI 4.1.4's osc/rdma deadlocks on a dynamic window across nodes
 # (it takes the regions lock exclusively, then again shared; fixed in
-# 4.1.5): dynamic windows across hosts run over osc/pt2pt on 4.1.4.
-netns_rma "dynamic windows (osc/pt2pt on 4.1.4)" 2 siwarp,self --mca osc pt2pt \
+# 4.1.5): dynamic windows across hosts run over osc/pt2pt on 4.1.4, over
+# osc/rdma on 5.0 (OSC_AM, lib-mpi-tap.sh).
+netns_rma "dynamic windows (osc/$OSC_AM)" 2 siwarp,self --mca osc $OSC_AM \
     "$OUT/mpi_rma" dynamic
 
 echo "1..$n"
