@@ -1,0 +1,21 @@
+# test/pkg/local.mk - packaging: what `make install` puts where, libsiwarp's
+# exported symbols, siwarp.h from C++ (make check); the installed tree at
+# work (make installcheck, which make distcheck runs); the long packaging
+# suite (test/pkg/run-pkg-tests.sh: distcheck, the Debian packages).
+
+TESTS += test/pkg/test_exports.sh test/pkg/test_cxx.sh test/pkg/test_install.sh
+EXTRA_DIST += test/pkg/test_exports.sh test/pkg/test_cxx.sh test/pkg/test_install.sh \
+	test/pkg/installcheck.sh test/pkg/run-pkg-tests.sh contrib/examples/siwarp-hello.c
+# test_install.sh installs into a staging directory with the same make
+AM_TESTS_ENVIRONMENT += MAKE='$(MAKE)'; export MAKE;
+
+# the install directories as make expands them, for the scripts above
+pkg-print-dirs:
+	@echo "prefix='$(prefix)' bindir='$(bindir)' libdir='$(libdir)'" \
+	    "includedir='$(includedir)' mandir='$(mandir)'" \
+	    "btlsiwarpdir='$(btlsiwarpdir)' btlsiwarphelpdir='$(btlsiwarphelpdir)'" \
+	    "ompi_system_component_dir='$(OMPI_SYSTEM_COMPONENT_DIR)' mpicc='$(MPICC)'"
+
+installcheck-local:
+	$(SHELL) $(top_srcdir)/test/pkg/installcheck.sh "$(DESTDIR)" "$(MAKE) -s -C $(abs_top_builddir)"
+.PHONY: pkg-print-dirs
