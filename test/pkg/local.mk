@@ -5,7 +5,8 @@
 
 TESTS += test/pkg/test_exports.sh test/pkg/test_cxx.sh test/pkg/test_install.sh
 EXTRA_DIST += test/pkg/test_exports.sh test/pkg/test_cxx.sh test/pkg/test_install.sh \
-	test/pkg/installcheck.sh test/pkg/run-pkg-tests.sh contrib/examples/siwarp-hello.c
+	test/pkg/installcheck.sh test/pkg/run-pkg-tests.sh test/pkg/deb-install.sh \
+	contrib/examples/siwarp-hello.c
 # test_install.sh installs into a staging directory with the same make
 AM_TESTS_ENVIRONMENT += MAKE='$(MAKE)'; export MAKE;
 
@@ -19,3 +20,11 @@ pkg-print-dirs:
 installcheck-local:
 	$(SHELL) $(top_srcdir)/test/pkg/installcheck.sh "$(DESTDIR)" "$(MAKE) -s -C $(abs_top_builddir)"
 .PHONY: pkg-print-dirs
+
+# autogen.sh copies it in: the tests of a tarball need it too
+EXTRA_DIST += build-aux/tap-driver.sh
+
+# the Debian source package (native: the tarball is its source)
+EXTRA_DIST += debian/changelog debian/control debian/copyright debian/rules \
+	debian/source/format debian/libsiwarp0.install debian/libsiwarp-dev.install \
+	debian/siwarp-tools.install debian/openmpi-btl-siwarp.install
