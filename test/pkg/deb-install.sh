@@ -61,21 +61,17 @@ set -e
 echo "inside: $(cat /etc/debian_version), $(dpkg-query -W -f='${Package} ${Version}\n' \
     libsiwarp0 siwarp-tools openmpi-btl-siwarp libopenmpi3 | tr '\n' ';')"
 env | sed 's/^/inside: env: /'
-timeout 60 ompi_info --allow-run-as-root | grep 'MCA btl: siwarp'
+timeout 60 ompi_info | grep 'MCA btl: siwarp'
 timeout 120 mpirun --allow-run-as-root -np 2 --oversubscribe --mca pml ob1 --mca btl siwarp,self \
     --mca btl_siwarp_if_include lo --mca oob_tcp_if_include lo /usr/local/bin/siwarp-ring
-mkfifo /tmp/perf-ready
-timeout 60 siwarp-perf -s -a 127.0.0.1 -p 0 --once >/tmp/perf-ready &
-port=$(sed -n 's/^listening port=\([0-9]*\).*/\1/p; /^listening/q' </tmp/perf-ready)
-timeout 60 siwarp-perf -c 127.0.0.1 -p "$port" -t send -m lat -n 1000
-wait
+sh /usr/local/bin/perf-pair.sh /usr/bin/siwarp-perf -t send -m lat -n 1000
 echo "inside: all passed"
 SH
 
 timeout 1500 mmdebstrap --mode=root --variant=apt \
     --include=openmpi-bin $includes \
     --hook-dir=/usr/share/mmdebstrap/hooks/file-mirror-automount \
-    --customize-hook="copy-in $tmp/siwarp-ring $tmp/inside.sh /usr/local/bin" \
+    --customize-hook="copy-in $tmp/siwarp-ring $tmp/inside.sh $(dirname "$0")/perf-pair.sh /usr/local/bin" \
     --customize-hook='chroot "$1" env -i PATH=/usr/local/bin:/usr/bin:/bin sh /usr/local/bin/inside.sh' \
     bookworm "$tmp/root" $sources
 rc=$?

@@ -35,20 +35,11 @@ else
     notok "siwarp-hello with pkg-config"; sed 's/^/# /' "$tmp/log" | tail -10
 fi
 
-# the server tells its port on stdout; bounded by timeout, read through a fifo
-perf=$dest$bindir/siwarp-perf
-mkfifo "$tmp/ready"
-timeout 60 "$perf" -s -a 127.0.0.1 -p 0 --once >"$tmp/ready" 2>"$tmp/srv.err" &
-srv=$!
-port=$(sed -n 's/^listening port=\([0-9]*\).*/\1/p; /^listening/q' <"$tmp/ready")
-if [ -n "$port" ] &&
-   timeout 60 "$perf" -c 127.0.0.1 -p "$port" -t write -m lat -n 1000 >"$tmp/perf" 2>&1; then
+if sh "$top_srcdir/test/pkg/perf-pair.sh" "$dest$bindir/siwarp-perf" >"$tmp/perf" 2>&1; then
     ok "siwarp-perf against itself: $(tail -n 1 "$tmp/perf" | tr -s ' ')"
 else
-    notok "siwarp-perf against itself (port '$port')"
-    sed 's/^/# /' "$tmp/perf" "$tmp/srv.err" 2>/dev/null | tail -10
+    notok "siwarp-perf against itself"; sed 's/^/# /' "$tmp/perf" | tail -10
 fi
-kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null
 
 if [ -z "$btlsiwarpdir" ] || [ -z "$mpicc" ]; then
     echo "ok 3 - mpirun with the installed component # SKIP built without Open MPI"

@@ -5,7 +5,7 @@
 
 TESTS += test/pkg/test_exports.sh test/pkg/test_cxx.sh test/pkg/test_install.sh
 EXTRA_DIST += test/pkg/test_exports.sh test/pkg/test_cxx.sh test/pkg/test_install.sh \
-	test/pkg/installcheck.sh test/pkg/run-pkg-tests.sh test/pkg/deb-install.sh \
+	test/pkg/installcheck.sh test/pkg/run-pkg-tests.sh test/pkg/deb-install.sh test/pkg/perf-pair.sh \
 	contrib/examples/siwarp-hello.c
 # test_install.sh installs into a staging directory with the same make
 AM_TESTS_ENVIRONMENT += MAKE='$(MAKE)'; export MAKE;
