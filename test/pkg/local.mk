@@ -15,6 +15,7 @@ pkg-print-dirs:
 	@echo "prefix='$(prefix)' bindir='$(bindir)' libdir='$(libdir)'" \
 	    "includedir='$(includedir)' mandir='$(mandir)'" \
 	    "btlsiwarpdir='$(btlsiwarpdir)' btlsiwarphelpdir='$(btlsiwarphelpdir)'" \
+	    "uctsiwarpdir='$(uctsiwarpdir)'" \
 	    "ompi_system_component_dir='$(OMPI_SYSTEM_COMPONENT_DIR)' mpicc='$(MPICC)'"
 
 installcheck-local:

@@ -36,12 +36,14 @@ fi
 (cd "$dest" && find . -type f -o -type l) | sed 's|^\.||' | sort >"$tmp/files"
 sed 's/^/# installed: /' "$tmp/files"
 
-# 2: nothing outside the prefix but the component in its directory
-awk -v p="$prefix/" -v c="$btlsiwarpdir/" '
+# 2: nothing outside the prefix but the Open MPI component and the UCX
+# module, each in its own directory
+awk -v p="$prefix/" -v c="$btlsiwarpdir/" -v u="$uctsiwarpdir/" '
     index($0, p) == 1 { next }
     c != "/" && index($0, c) == 1 && substr($0, length(c) + 1) ~ /^mca_btl_siwarp\.(so|la)$/ { next }
+    u != "/" && index($0, u) == 1 && substr($0, length(u) + 1) ~ /^libuct_siwarp\.(so[.0-9]*|la)$/ { next }
     { print; bad = 1 } END { exit bad }' "$tmp/files" >"$tmp/outside"
-check "every file under $prefix (component: ${btlsiwarpdir:-none})" test ! -s "$tmp/outside"
+check "every file under $prefix (component: ${btlsiwarpdir:-none}; UCX module: ${uctsiwarpdir:-none})" test ! -s "$tmp/outside"
 sed 's/^/# outside the prefix: /' "$tmp/outside"
 
 # 3: what a user of the library and of the tools needs is there
