@@ -56,3 +56,6 @@ btl_siwarp_mca_btl_siwarp_la_LIBADD = btl_siwarp/libbtlsiwarp.la common/libswpco
 btlsiwarphelpdir = $(pkgdatadir)
 dist_btlsiwarphelp_DATA = btl_siwarp/help-mpi-btl-siwarp.txt
 endif
+
+# the Open MPI 4.1 / 5.0 interface map, in the tarball too (make dist)
+EXTRA_DIST += btl_siwarp/btl_siwarp_compat.h

@@ -44,7 +44,9 @@ libsiwarp_la_SOURCES =
 libsiwarp_la_LIBADD = common/libswpcore.la -lpthread
 libsiwarp_la_LDFLAGS = -version-info 0:0:0 -export-symbols-regex '^siwarp_'
 
-nobase_include_HEADERS += include/siwarp/siwarp.h
+# installed as <siwarp/siwarp.h> (nobase_ would add the source's include/)
+siwarpincludedir = $(includedir)/siwarp
+siwarpinclude_HEADERS = include/siwarp/siwarp.h
 
 # CRC32c throughput of each implementation (4 KiB and 1 MiB buffers).
 noinst_PROGRAMS += contrib/crc32c-bench
@@ -55,3 +57,15 @@ contrib_crc32c_bench_LDADD = common/libswpcore.la -lpthread
 check_PROGRAMS += test/unit/test_backend
 TESTS += test/unit/test_backend
 test_unit_test_backend_SOURCES = test/unit/test_backend.c
+
+# pkg-config file of libsiwarp (README: "Using libsiwarp"); made by make,
+# not configure, so that `make install prefix=...` and DESTDIR follow it
+pkgconfigdir = $(libdir)/pkgconfig
+nodist_pkgconfig_DATA = common/siwarp.pc
+EXTRA_DIST += common/siwarp.pc.in
+CLEANFILES += common/siwarp.pc
+common/siwarp.pc: common/siwarp.pc.in Makefile
+	$(AM_V_GEN)$(MKDIR_P) common && sed -e 's|@prefix[@]|$(prefix)|g' \
+	    -e 's|@exec_prefix[@]|$(exec_prefix)|g' -e 's|@libdir[@]|$(libdir)|g' \
+	    -e 's|@includedir[@]|$(includedir)|g' -e 's|@VERSION[@]|$(VERSION)|g' \
+	    $(top_srcdir)/common/siwarp.pc.in >$@

@@ -22,3 +22,7 @@ EXTRA_DIST += contrib/turnaround.c
 # session 29)
 EXTRA_DIST += contrib/wait-pingpong.c
 EXTRA_DIST += contrib/ompi5-root.sh
+
+# in the tarball too (make dist): the analysis, and the probes it cites
+EXTRA_DIST += contrib/PERFORMANCE.md contrib/bench-conn-ab.sh contrib/tcp-streams.c \
+	contrib/uring-pingpong.c

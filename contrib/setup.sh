@@ -16,7 +16,7 @@ clang libclang-rt-dev valgrind
 gnuplot-nox python3
 iperf3 qperf libfabric-bin
 libucx-dev ucx-utils dpkg-dev
-mmdebstrap
+debhelper lintian mmdebstrap
 "
 
 set -e

@@ -13,7 +13,9 @@
 #   - interop against Linux kernel siw in a qemu guest, when ../shared/siw-vm
 #     exists (root; guest built on first use, ~25 min at most);
 #   - the BTL built and its MPI tests run against Open MPI 5.0 in a Debian 13
-#     root (root and mmdebstrap; root made on first use, ~20 min at most).
+#     root (root and mmdebstrap; root made on first use, ~20 min at most);
+#   - packaging: make distcheck, the Debian packages, lintian, the .debs in
+#     a clean Debian root (test/pkg/run-pkg-tests.sh, ~20 min at most).
 # SIWARP_QUICK=1 skips them (make check alone: about a minute).
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -118,6 +120,7 @@ if [ -z "$SIWARP_QUICK" ] && [ $# -eq 0 ]; then
     run_suite sanitizers "$top/contrib/ci-sanitizers.log" "$top/contrib/ci-sanitizers.sh"
     run_suite interop "$top/test/interop/ci-interop.log" "$top/test/interop/ci-interop.sh"
     run_suite ompi5 "$top/test/mpi/run-ompi5-tests.log" "$top/test/mpi/run-ompi5-tests.sh"
+    run_suite packaging "$top/test/pkg/run-pkg-tests.log" "$top/test/pkg/run-pkg-tests.sh"
 fi
 
 # make check fails whenever a test fails; only when no test result says

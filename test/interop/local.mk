@@ -9,11 +9,11 @@
 #                              both roles against contrib/siwarp-perftest
 # Paths are relative to the top of the tree.
 
-noinst_PROGRAMS += contrib/siwarp-rping
+bin_PROGRAMS += contrib/siwarp-rping
 contrib_siwarp_rping_SOURCES = contrib/siwarp-rping.c
 contrib_siwarp_rping_LDADD = common/libswpcore.la -lpthread
 # perftest's -R protocol (ib_write_bw / ib_read_bw / ib_send_bw), both roles
-noinst_PROGRAMS += contrib/siwarp-perftest
+bin_PROGRAMS += contrib/siwarp-perftest
 contrib_siwarp_perftest_SOURCES = contrib/siwarp-perftest-main.c contrib/siwarp-perftest.c \
 	contrib/siwarp-perftest-data.c contrib/siwarp-perftest.h
 contrib_siwarp_perftest_LDADD = common/libswpcore.la -lpthread

@@ -33,6 +33,7 @@ EXTRA_DIST += \
 	test/mpi/mpi_spawn.c \
 	test/mpi/mpi_accept.c \
 	test/mpi/mpi_join.c \
+	test/mpi/mpi_stranger.c \
 	test/mpi/test_regtab.c \
 	test/mpi/mpi-bench.c \
 	test/mpi/mpi-rma-bench.c \
