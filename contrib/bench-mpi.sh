@@ -383,7 +383,7 @@ if [ $do_conn = 1 ]; then
     }
     # the time to first message is a maximum over 8 oversubscribed ranks,
     # the noisiest figure here (one 3-round run read 1.48x where 7 rounds
-    # alternating read 1.14x; session 20's 7 rounds read 1.02x where 24
+    # alternating read 1.14x; the 7 rounds at 1dc47dd read 1.02x where 24
     # rounds of the same build read 0.88-0.93x): more rounds, each under a
     # second of MPI time
     reps_main=$reps

@@ -183,7 +183,7 @@ worst_size() {
 # of each round's worst size (pair_median), the largest of 13 noisy
 # ratios a round: when the two differ, the miss lies in the noise of
 # single sizes; when they agree, it is at every size
-# (contrib/PERFORMANCE.md, session 26).
+# (contrib/PERFORMANCE.md, probes up to f19e3f9).
 pair_sizes() { pair_ratios "${1:-raw}" "${2:-1}" all "${3:-siwarp}" | size_medians lo; }
 
 # pair_worst_size [REF [LO]]: "RATIO SIZE", the worst size of pair_sizes

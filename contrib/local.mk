@@ -19,7 +19,7 @@ EXTRA_DIST += contrib/turnaround.c
 
 # wait-pingpong.c: busy polling against sleeping in recv/poll, idle and with
 # a spinner on the core (built by hand, see its header; PERFORMANCE.md,
-# session 29)
+# probes up to d9c7358)
 EXTRA_DIST += contrib/wait-pingpong.c
 EXTRA_DIST += contrib/ompi5-root.sh
 
