@@ -73,8 +73,14 @@ done
 ucx_source() {
     top=$(cd "$(dirname "$0")/.." && pwd)
     dest=$top/uct_siwarp/ucx-src
-    ver=$(dpkg-query -W -f='${source:Version}' libucx0 2>/dev/null || true)
-    [ -n "$ver" ] || { echo "setup.sh: libucx0 not installed, no UCX source" >&2; return 1; }
+    # libucx0 (Debian 12) or libucx0t64 (Debian 13, after the 64-bit time_t move)
+    ver=$(dpkg-query -W -f='${source:Version}\n' libucx0 libucx0t64 2>/dev/null | head -n 1 || true)
+    case $ver in
+    1.13.*) ;;
+    *)  # uct_siwarp builds against UCX 1.13 only (m4/siwarp_ucx.m4): no source needed
+        echo "setup.sh: UCX ${ver:-not installed}: uct_siwarp is built against 1.13 only; no UCX source"
+        return 0 ;;
+    esac
     if [ -f "$dest/debian/changelog" ] &&
        [ "$(dpkg-parsechangelog -l "$dest/debian/changelog" -S Version 2>/dev/null)" = "$ver" ]; then
         return 0
