@@ -67,6 +67,11 @@ if [ -n "$reports" ]; then
     for f in $reports; do
         echo "  $f"
         grep -E -A12 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$f" | head -30 | sed 's/^/    /'
+        # one line per report for run-tests.sh's failure list: the log, the
+        # error, and the first frame in siwarp's own code
+        what=$(grep -a -m1 -E 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$f" | sed 's/^==[0-9]*==//')
+        where=$(grep -a -E '^ *#[0-9]+ .* in (swp_|siwarp_|mca_btl_siwarp_|test_|main)' "$f" | head -n 1 | sed 's/^ *//')
+        echo "ci-sanitizers: report: $f: $what${where:+ at $where}"
     done
 fi
 pass=$(cat $(find . -name '*.trs' -path './test/*') | grep -c '^:test-result: \(PASS\|XFAIL\)' || true)

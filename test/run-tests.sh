@@ -80,20 +80,20 @@ run_suite() {
     echo "== $name (log: $log)"
     "$@" >"$log" 2>&1
     rc=$?
-    if grep -q '^\(ok\|not ok\)' "$log"; then
-        p=$(grep '^ok' "$log" | grep -vc '# SKIP')
-        s=$(grep -c '^ok.*# SKIP' "$log")
-        t=$(grep -c '^not ok.*# TODO' "$log")
-        f=$(grep '^not ok' "$log" | grep -vc '# TODO')
+    if grep -aq '^\(ok\|not ok\)' "$log"; then
+        p=$(grep -a '^ok' "$log" | grep -vc '# SKIP')
+        s=$(grep -ac '^ok.*# SKIP' "$log")
+        t=$(grep -ac '^not ok.*# TODO' "$log")
+        f=$(grep -a '^not ok' "$log" | grep -vc '# TODO')
         passed=$((passed + p)); skipped=$((skipped + s + t)); failed=$((failed + f))
         [ "$f" -gt 0 ] && failures="$failures$(tap_failures "$log" | sed "s|^|  $name: |")$nl"
         if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
             failed=$((failed + 1))
             failures="$failures  $name: exited with status $rc (see $log)$nl"
         fi
-    elif grep -q '^[a-z-]*: [0-9]* passed, [0-9]* failed' "$log"; then
+    elif grep -aq '^[a-z-]*: [0-9]* passed, [0-9]* failed' "$log"; then
         # a script with its own count (ci-sanitizers.sh)
-        line=$(grep '^[a-z-]*: [0-9]* passed, [0-9]* failed' "$log" | tail -n 1)
+        line=$(grep -a '^[a-z-]*: [0-9]* passed, [0-9]* failed' "$log" | tail -n 1)
         p=$(echo "$line" | sed 's/^[a-z-]*: \([0-9]*\) passed.*/\1/')
         f=$(echo "$line" | sed 's/.* \([0-9]*\) failed.*/\1/')
         s=$(echo "$line" | sed -n 's/.* \([0-9]*\) skipped.*/\1/p')
@@ -102,7 +102,11 @@ run_suite() {
             failed=$((failed + 1))
         fi
         [ "$rc" -ne 0 ] && failures="$failures  $name: $line (see $log)$nl"
-    elif grep -q '^1\.\.0 # SKIP' "$log"; then
+        # the script's one-line reasons ("NAME: report: ..."), so that CI's
+        # tail says what failed, not only that something did
+        why=$(grep -a '^[a-z-]*: report: ' "$log" | head -n 8 | cut -c 1-300)
+        [ -n "$why" ] && failures="$failures$(echo "$why" | sed "s|^|    |")$nl"
+    elif grep -aq '^1\.\.0 # SKIP' "$log"; then
         skipped=$((skipped + 1))
         echo "   skipped: $(sed -n 's/^1\.\.0 # SKIP //p' "$log")"
     elif [ "$rc" -eq 0 ]; then

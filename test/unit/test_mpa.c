@@ -1124,6 +1124,16 @@ static void raw_srv_start(struct raw_srv *s, enum raw_mode mode)
     ASSERT_OK(pthread_create(&s->th, NULL, raw_srv_main, s));
 }
 
+/* The thread works on *s, which lives in the test's frame: it has to end
+ * before the test returns (it may be in accept, recv, sleep or pause, all
+ * cancellation points). */
+static void raw_srv_stop(struct raw_srv *s)
+{
+    pthread_cancel(s->th);
+    ASSERT_OK(pthread_join(s->th, NULL));
+    close(s->lfd);
+}
+
 static int connect_to(struct env *e, struct siwarp_qp *qp, struct raw_srv *s,
                       struct siwarp_conn_param *p)
 {
@@ -1153,6 +1163,7 @@ TEST(connect_reject_reply)
     ASSERT(strstr(qa.error_str, "127.0.0.1") && strstr(qa.error_str, port));
     ASSERT(strstr(qa.error_str, "Reject"));
     ASSERT_EQ(s.requests, 1);
+    raw_srv_stop(&s);
     env_fini(&e);
 }
 
@@ -1174,6 +1185,7 @@ TEST(connect_timeout_silent_responder)
     ASSERT(swp_now_ns() - t0 >= 250000000ull);
     ASSERT_OK(siwarp_query_qp(qp, &qa));
     ASSERT(strstr(qa.error_str, "MPA Reply"));
+    raw_srv_stop(&s);
     env_fini(&e);
 }
 
@@ -1201,6 +1213,7 @@ TEST(connect_v1_fallback)
     qp = env_qp(&e);
     p.v1_fallback = 0;
     ASSERT(connect_to(&e, qp, &s, &p) < 0);
+    raw_srv_stop(&s);
     env_fini(&e);
 }
 
@@ -1231,6 +1244,7 @@ TEST(connect_markers_fallback)
     ASSERT_EQ(connect_to(&e, qp, &s, &p), -ECONNABORTED);
     ASSERT_OK(siwarp_query_qp(qp, &qa));
     ASSERT(strstr(qa.error_str, "markers") != NULL);   /* the likely cause is named */
+    raw_srv_stop(&s);
     env_fini(&e);
 }
 
@@ -1481,6 +1495,7 @@ TEST(connect_siw_style_p2p_write_rtr)
     for (int i = 0; i < 100 && s.requests < 100; i++)
         siwarp_wait(e.ctx, 10);
     ASSERT_EQ(s.requests, 101);
+    raw_srv_stop(&s);
     env_fini(&e);
 }
 
