@@ -13,17 +13,8 @@
  * RFC 7306's order and answers a violation with a Terminate.
  *
  * RFC 7306 has FetchAdd, CmpSwap and their masked forms on an 8-byte
- * aligned 64-bit word.  Mapped onto them here:
- *   64-bit ADD            -> FetchAdd
- *   64-bit CSWAP          -> CmpSwap
- *   SWAP, AND, OR         -> masked CmpSwap with an empty Compare Mask
- *                            (always "equal") and a Swap Mask choosing the
- *                            bits: SWAP all, AND the operand's zeros
- *                            (swapped to 0), OR its ones (swapped to 1)
- *   32-bit ADD            -> masked FetchAdd on the 8-byte word around the
- *                            operand, cut into two 32-bit fields (Add Mask
- *                            bits 31 and 63), adding 0 to the other field
- *   32-bit CSWAP/SWAP/AND/OR -> masked CmpSwap confined to the operand's half
+ * aligned 64-bit word; libsiwarp's siwarp_atomic_prep (common/atomic_map.c)
+ * maps ADD, CSWAP, SWAP, AND and OR, 64- and 32-bit, onto them.
  * Everything else (XOR, MIN, MAX, the logical ops, floating point, a
  * 64-bit operand that is only 4-aligned -- osc/rdma places some lock
  * words so) stays a BTL message (btl_siwarp_atomic.c).  Both kinds execute
@@ -55,87 +46,39 @@ typedef struct {
     uint32_t width;              /* 4 or 8: bytes stored to the caller */
 } mca_btl_siwarp_ratomic_req_t;
 
-/* The bit offset of the 4-byte operand at addr within its 8-byte word, as
- * the target's CPU loads that word (both ends are little-endian, or both
- * big-endian: siwarp carries no byte-order conversion for memory). */
-static uint32_t half_shift(uint64_t addr)
-{
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    return (addr & 4) ? 32 : 0;
-#else
-    return (addr & 4) ? 0 : 32;
-#endif
-}
-
-/* Fill r for op on the word; 0, or -1 if RFC 7306 cannot express it. */
+/* Fill r for op on the word through libsiwarp's mapping (atomic_map.c);
+ * 0, or -1 if RFC 7306 cannot express it. */
 static int plan(mca_btl_siwarp_ratomic_req_t *r, int op, int flags, uint64_t addr,
                 uint64_t operand, uint64_t compare)
 {
-    uint64_t field = UINT64_MAX, x = operand, c = compare;
+    struct siwarp_send_wr wr;
+    enum siwarp_atomic_op aop;
+    unsigned shift;
 
     memset(r, 0, sizeof(*r));
-    r->width = 8;
     if (flags & MCA_BTL_SIWARP_AF_FLOAT) {
         return -1;
     }
-    if (flags & MCA_BTL_SIWARP_AF_32BIT) {
-        if (addr & 3) {
-            return -1;
-        }
-        r->width = 4;
-        r->shift = half_shift(addr);
-        field = (uint64_t) UINT32_MAX << r->shift;
-        x = (uint64_t) (uint32_t) operand << r->shift;
-        c = (uint64_t) (uint32_t) compare << r->shift;
-        addr &= ~(uint64_t) 7;
-    } else if (addr & 7) {
-        return -1;
-    }
-    r->remote_addr = addr;
     switch (op) {
-    case MCA_BTL_SIWARP_AOP_ADD:
-        if (8 == r->width) {
-            r->opcode = SIWARP_WR_ATOMIC_FETCH_ADD;
-            r->compare_add = x;
-        } else {
-            /* two 32-bit fields: no carry crosses into the other half */
-            r->opcode = SIWARP_WR_ATOMIC_MASKED_FETCH_ADD;
-            r->compare_add = x;
-            r->compare_add_mask = (1ull << 31) | (1ull << 63);
-        }
-        return 0;
-    case MCA_BTL_SIWARP_AOP_CSWAP:
-        if (8 == r->width) {
-            r->opcode = SIWARP_WR_ATOMIC_CMP_SWP;
-            r->compare_add = c;
-            r->swap = x;
-            return 0;
-        }
-        r->opcode = SIWARP_WR_ATOMIC_MASKED_CMP_SWP;
-        r->compare_add = c;
-        r->compare_add_mask = field;
-        r->swap = x;
-        r->swap_mask = field;
-        return 0;
-    case MCA_BTL_SIWARP_AOP_SWAP:
-        r->swap = x;
-        r->swap_mask = field;
-        break;
-    case MCA_BTL_SIWARP_AOP_AND:
-        r->swap = 0;
-        r->swap_mask = ~x & field;
-        break;
-    case MCA_BTL_SIWARP_AOP_OR:
-        r->swap = field;
-        r->swap_mask = x & field;
-        break;
+    case MCA_BTL_SIWARP_AOP_ADD:   aop = SIWARP_AOP_ADD; break;
+    case MCA_BTL_SIWARP_AOP_CSWAP: aop = SIWARP_AOP_CSWAP; break;
+    case MCA_BTL_SIWARP_AOP_SWAP:  aop = SIWARP_AOP_SWAP; break;
+    case MCA_BTL_SIWARP_AOP_AND:   aop = SIWARP_AOP_AND; break;
+    case MCA_BTL_SIWARP_AOP_OR:    aop = SIWARP_AOP_OR; break;
     default:
         return -1;
     }
-    /* an empty Compare Mask: the comparison always holds */
-    r->opcode = SIWARP_WR_ATOMIC_MASKED_CMP_SWP;
-    r->compare_add = 0;
-    r->compare_add_mask = 0;
+    r->width = (flags & MCA_BTL_SIWARP_AF_32BIT) ? 4 : 8;
+    if (0 != siwarp_atomic_prep(&wr, aop, r->width, addr, operand, compare, &shift)) {
+        return -1;                      /* misaligned: a message instead */
+    }
+    r->shift = shift;
+    r->opcode = wr.opcode;
+    r->remote_addr = wr.atomic.remote_addr;
+    r->compare_add = wr.atomic.compare_add;
+    r->swap = wr.atomic.swap;
+    r->compare_add_mask = wr.atomic.compare_add_mask;
+    r->swap_mask = wr.atomic.swap_mask;
     return 0;
 }
 

@@ -19,7 +19,7 @@ common_libswpcore_la_SOURCES = \
 	common/qp_rx.c \
 	common/qp_rx_ops.c \
 	common/qp_rx_direct.c \
-	common/qp_ext.c \
+	common/qp_ext.c common/atomic_map.c \
 	common/srq.c \
 	common/mem.c \
 	common/cq.c \

@@ -1,99 +1,47 @@
 /*
  * uct_siwarp_amo.c - UCT atomics as RFC 7306 atomic operations.
  *
- * RFC 7306 acts on one 8-octet, 8-aligned word (section 5.2.1): FetchAdd
- * and CmpSwap, and the masked forms that libsiwarp carries
- * (SIWARP_WR_ATOMIC_MASKED_*).  UCT's operations map on them:
- *   ADD       FetchAdd
- *   SWAP      masked CmpSwap, compare mask 0 (always equal), swap mask all
- *   CSWAP     CmpSwap
- *   AND x     masked CmpSwap, compare mask 0, swap 0 where x has 0 bits
- *   OR  x     masked CmpSwap, compare mask 0, swap 1 where x has 1 bits
- * A 32-bit operation acts on its half of the containing word: masks
- * confine the swap to that half, and a masked FetchAdd with the top bits
- * of both halves as field boundaries drops the carry out of it (the other
- * half gets + 0).  XOR has no such form (it needs the old value): it reads
+ * RFC 7306 acts on one 8-octet, 8-aligned word (section 5.2.1); libsiwarp's
+ * siwarp_atomic_prep (common/atomic_map.c) maps ADD, SWAP, CSWAP, AND and
+ * OR, 64- and 32-bit, onto FetchAdd, CmpSwap and their masked forms (a
+ * 32-bit operation acts on its half of the containing word and leaves
+ * the other half as it was).  XOR has no such form (it needs the old value): it reads
  * the word (FetchAdd 0) and then CmpSwaps it from what it read to that XOR
  * the operand, again from the value found until the word held still in
- * between -- atomic against every other atomic on the word.  The word is in the responder's host order; both ends of a
- * uct_siwarp connection are little-endian x86-64 here, where the low half
- * of a word is at the lower address.
+ * between -- atomic against every other atomic on the word.
  */
 #include "uct_siwarp.h"
 
+#include <errno.h>
 #include <string.h>
 
-#define UCT_SIWARP_HALF_TOPS 0x8000000080000000ull
-
-typedef struct {
-    int      opcode;          /* SIWARP_WR_ATOMIC_* */
-    uint64_t compare_add;
-    uint64_t swap;
-    uint64_t compare_add_mask;
-    uint64_t swap_mask;
-} uct_siwarp_amo_t;
-
-/* Translate one UCT atomic on a value of width 64 or 32 at remote_addr. */
+/* Translate one UCT atomic on a value of width 64 or 32 at remote_addr
+ * into wr (opcode, atomic fields) with libsiwarp's RFC 7306 mapping
+ * (common/atomic_map.c); XOR's first step is a FetchAdd of 0. */
 static ucs_status_t uct_siwarp_amo_map(uct_atomic_op_t opcode, uint64_t value, uint64_t compare,
-                                       int is32, uint64_t remote_addr, uct_siwarp_amo_t *a,
-                                       unsigned *shift)
+                                       int is32, uint64_t remote_addr,
+                                       struct siwarp_send_wr *wr, unsigned *shift)
 {
-    uint64_t field;
+    enum siwarp_atomic_op op;
+    int rc;
 
-    if (is32) {
-        if (remote_addr & 3) {
-            ucs_error("siwarp: 32-bit atomic at 0x%" PRIx64 " is not 4-aligned", remote_addr);
-            return UCS_ERR_INVALID_PARAM;
-        }
-        *shift = (remote_addr & 4) ? 32 : 0;
-        field  = 0xffffffffull << *shift;
-        value  = (value & 0xffffffffull) << *shift;
-        compare = (compare & 0xffffffffull) << *shift;
-    } else {
-        if (remote_addr & 7) {
-            ucs_error("siwarp: 64-bit atomic at 0x%" PRIx64 " is not 8-aligned", remote_addr);
-            return UCS_ERR_INVALID_PARAM;
-        }
-        *shift = 0;
-        field  = UINT64_MAX;
-    }
-    memset(a, 0, sizeof(*a));
     switch (opcode) {
-    case UCT_ATOMIC_OP_ADD:
-        a->opcode = is32 ? SIWARP_WR_ATOMIC_MASKED_FETCH_ADD : SIWARP_WR_ATOMIC_FETCH_ADD;
-        a->compare_add      = value;
-        a->compare_add_mask = is32 ? UCT_SIWARP_HALF_TOPS : 0;
-        return UCS_OK;
-    case UCT_ATOMIC_OP_SWAP:
-        a->opcode    = SIWARP_WR_ATOMIC_MASKED_CMP_SWP;
-        a->swap      = value;
-        a->swap_mask = field;
-        return UCS_OK;
-    case UCT_ATOMIC_OP_CSWAP:
-        a->opcode           = is32 ? SIWARP_WR_ATOMIC_MASKED_CMP_SWP : SIWARP_WR_ATOMIC_CMP_SWP;
-        a->compare_add      = compare;
-        a->compare_add_mask = field;
-        a->swap             = value;
-        a->swap_mask        = field;
-        return UCS_OK;
-    case UCT_ATOMIC_OP_AND:
-        a->opcode    = SIWARP_WR_ATOMIC_MASKED_CMP_SWP;
-        a->swap      = 0;
-        a->swap_mask = field & ~value;
-        return UCS_OK;
-    case UCT_ATOMIC_OP_OR:
-        a->opcode    = SIWARP_WR_ATOMIC_MASKED_CMP_SWP;
-        a->swap      = UINT64_MAX;
-        a->swap_mask = value;
-        return UCS_OK;
-    case UCT_ATOMIC_OP_XOR:
-        /* the first step: read the whole word */
-        a->opcode      = SIWARP_WR_ATOMIC_FETCH_ADD;
-        a->compare_add = 0;
-        return UCS_OK;
+    case UCT_ATOMIC_OP_ADD:   op = SIWARP_AOP_ADD; break;
+    case UCT_ATOMIC_OP_SWAP:  op = SIWARP_AOP_SWAP; break;
+    case UCT_ATOMIC_OP_CSWAP: op = SIWARP_AOP_CSWAP; break;
+    case UCT_ATOMIC_OP_AND:   op = SIWARP_AOP_AND; break;
+    case UCT_ATOMIC_OP_OR:    op = SIWARP_AOP_OR; break;
+    case UCT_ATOMIC_OP_XOR:   op = SIWARP_AOP_ADD; value = 0; break;
     default:
         return UCS_ERR_UNSUPPORTED;
     }
+    rc = siwarp_atomic_prep(wr, op, is32 ? 4 : 8, remote_addr, value, compare, shift);
+    if (rc == -EINVAL) {
+        ucs_error("siwarp: %d-bit atomic at 0x%" PRIx64 " is not %d-aligned",
+                  is32 ? 32 : 64, remote_addr, is32 ? 4 : 8);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return (rc == 0) ? UCS_OK : UCS_ERR_UNSUPPORTED;
 }
 
 /* After a step of an XOR completed (op->slot holds the word's value then):
@@ -139,13 +87,12 @@ static ucs_status_t uct_siwarp_amo_post(uct_ep_h tl_ep, uct_atomic_op_t opcode, 
     uct_siwarp_iface_t *iface = ucs_derived_of(tl_ep->iface, uct_siwarp_iface_t);
     struct siwarp_sge sge = { .length = 8, .lkey = siwarp_mr_stag(iface->words_mr) };
     struct siwarp_send_wr wr = { .sg_list = &sge, .num_sge = 1 };
-    uct_siwarp_amo_t a;
     uct_siwarp_op_t *op;
     ucs_status_t status;
     unsigned shift;
     int rc;
 
-    status = uct_siwarp_amo_map(opcode, value, compare, is32, remote_addr, &a, &shift);
+    status = uct_siwarp_amo_map(opcode, value, compare, is32, remote_addr, &wr, &shift);
     if (status != UCS_OK) {
         return status;
     }
@@ -175,13 +122,7 @@ static ucs_status_t uct_siwarp_amo_post(uct_ep_h tl_ep, uct_atomic_op_t opcode, 
     op->is32    = is32;
     sge.addr    = op->slot;
     wr.wr_id    = (uintptr_t)op;
-    wr.opcode   = a.opcode;
-    wr.atomic.remote_addr      = remote_addr & ~7ull;
-    wr.atomic.rkey             = (uint32_t)rkey;
-    wr.atomic.compare_add      = a.compare_add;
-    wr.atomic.swap             = a.swap;
-    wr.atomic.compare_add_mask = a.compare_add_mask;
-    wr.atomic.swap_mask        = a.swap_mask;
+    wr.atomic.rkey = (uint32_t)rkey;
     status = uct_siwarp_ep_post(ep, &wr, 1);
     if (status != UCS_INPROGRESS) {
         uct_siwarp_op_put(iface, op);

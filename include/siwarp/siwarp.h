@@ -500,6 +500,28 @@ int  siwarp_post_recv(struct siwarp_qp *qp, struct siwarp_recv_wr *wr,
  *    completes it as SIWARP_WC_RECV with SIWARP_WC_WITH_IMM, byte_len 0 and
  *    imm_data; SIWARP_WR_IMM_DATA_SE adds SIWARP_WC_SOLICITED. */
 
+/* The atomics applications ask for, as RFC 7306 operations.  RFC 7306 has
+ * FetchAdd and CmpSwap (and their masked forms) on one 8-aligned 64-bit
+ * word; siwarp_atomic_prep fills wr->opcode and wr->atomic (remote_addr
+ * rounded down to its word, compare_add, swap, both masks) for op on a
+ * 4- or 8-byte operand at remote_addr (compare: CSWAP only).  A 4-byte
+ * operand acts on its half of the word through the masks, the other half
+ * untouched; the fetched word holds the old operand at bit *shift (0 or 32;
+ * NULL: not wanted).  The caller sets wr_id, the SGE, rkey and flags.
+ * Returns 0; -EINVAL for a width other than 4 or 8 or a remote_addr not
+ * aligned to it; -EOPNOTSUPP for an op outside the enum (wr untouched).
+ * XOR, MIN, MAX and floating point have no RFC 7306 form. */
+enum siwarp_atomic_op {
+    SIWARP_AOP_ADD,
+    SIWARP_AOP_CSWAP,
+    SIWARP_AOP_SWAP,
+    SIWARP_AOP_AND,
+    SIWARP_AOP_OR,
+};
+int siwarp_atomic_prep(struct siwarp_send_wr *wr, enum siwarp_atomic_op op, unsigned width,
+                       uint64_t remote_addr, uint64_t operand, uint64_t compare,
+                       unsigned *shift);
+
 /* ---- shared receive queue ---------------------------------------------- */
 
 /* One pool of receive buffers for many QPs, as ibv_create_srq.  A Send's

@@ -186,6 +186,113 @@ TEST(masked_cmp_swap)
     env_teardown(&e);
 }
 
+/* ---- siwarp_atomic_prep: applications' atomics as RFC 7306 operations -- */
+
+/* What op does to the operand of width w (4 or 8 bytes) found there: the
+ * model the executed Atomic Request is held to. */
+static uint64_t prep_model(enum siwarp_atomic_op op, uint64_t old, uint64_t x, uint64_t c,
+                           unsigned w)
+{
+    uint64_t m = (w == 8) ? UINT64_MAX : UINT32_MAX, r;
+
+    switch (op) {
+    case SIWARP_AOP_ADD:   r = old + x; break;
+    case SIWARP_AOP_CSWAP: r = (old == (c & m)) ? x : old; break;
+    case SIWARP_AOP_SWAP:  r = x; break;
+    case SIWARP_AOP_AND:   r = old & x; break;
+    default:               r = old | x; break;
+    }
+    return r & m;
+}
+
+/* Every op, both widths, each 4-byte half of the word, at values whose
+ * carries and bits reach the edge of the operand: the word after the
+ * executed Atomic Request is the model's (the other half untouched), and
+ * the fetched word gives the old operand at *shift. */
+TEST(prep_maps_every_op_on_both_halves)
+{
+    static const uint64_t olds[] = { 0, 1, 0xffffffffull, 0x80000000ull, 0xfffffffffffffffeull,
+                                     0x0123456789abcdefull };
+    static const uint64_t xs[] = { 1, 0xffffffffull, 0x0f0f0f0f0f0f0f0full, 0x8000000000000001ull };
+    struct amo_env e;
+    unsigned cases = 0;
+
+    env_setup(&e, true);
+    for (int op = SIWARP_AOP_ADD; op <= SIWARP_AOP_OR; op++) {
+        for (unsigned w = 4; w <= 8; w += 4) {
+            for (unsigned off = 0; off < 8; off += w) {
+                for (size_t i = 0; i < sizeof(olds) / sizeof(olds[0]); i++) {
+                    for (size_t j = 0; j < sizeof(xs) / sizeof(xs[0]); j++) {
+                        uint64_t m = (w == 8) ? UINT64_MAX : UINT32_MAX;
+                        uint64_t old = olds[i] & m, x = xs[j] & m;
+                        /* CSWAP both ways: compare equal, then not */
+                        uint64_t cmp = (j & 1) ? old : old ^ 1;
+                        uint8_t before[8], after[8];
+                        uint64_t want = 0, got = 0, fetched;
+                        struct siwarp_send_wr wr;
+                        struct siwarp_sge sge = { &e.result[0], 8, siwarp_mr_stag(e.rmr) };
+                        struct siwarp_wc wc;
+                        unsigned shift = 99;
+
+                        /* the other half holds a pattern it must keep */
+                        memset(before, 0xa5, sizeof(before));
+                        memcpy(before + off, &old, w);
+                        memcpy(&e.target[0], before, 8);
+                        memset(&wr, 0, sizeof(wr));
+                        ASSERT_OK(siwarp_atomic_prep(&wr, (enum siwarp_atomic_op)op, w,
+                                                     (uintptr_t)e.target + off, x, cmp, &shift));
+                        ASSERT_EQ(wr.atomic.remote_addr, (uintptr_t)e.target);
+                        wr.sg_list = &sge;
+                        wr.num_sge = 1;
+                        wr.send_flags = SIWARP_SEND_SIGNALED;
+                        wr.atomic.rkey = siwarp_mr_stag(e.tmr);
+                        ASSERT_OK(siwarp_post_send(e.p.qp[0], &wr, NULL));
+                        wait_wc(e.p.cq[0], &wc);
+                        ASSERT_EQ(wc.status, SIWARP_WC_SUCCESS);
+
+                        memcpy(after, &e.target[0], 8);
+                        memcpy(&got, after + off, w);
+                        want = prep_model((enum siwarp_atomic_op)op, old, x, cmp, w);
+                        if (got != want)
+                            FAIL("op %d width %u offset %u: old %#llx x %#llx cmp %#llx -> "
+                                 "%#llx, want %#llx", op, w, off, (unsigned long long)old,
+                                 (unsigned long long)x, (unsigned long long)cmp,
+                                 (unsigned long long)got, (unsigned long long)want);
+                        for (unsigned b = 0; b < 8; b++)
+                            if (b < off || b >= off + w)
+                                ASSERT_EQ(after[b], 0xa5);
+                        fetched = (e.result[0] >> shift) & m;
+                        ASSERT_EQ(fetched, (long long)old);
+                        cases++;
+                    }
+                }
+            }
+        }
+    }
+    ASSERT_EQ(cases, 5 * (2 + 1) * 6 * 4);
+    env_teardown(&e);
+}
+
+TEST(prep_refuses_what_rfc7306_cannot_express)
+{
+    struct siwarp_send_wr wr, zero;
+
+    memset(&wr, 0, sizeof(wr));
+    memset(&zero, 0, sizeof(zero));
+    /* RFC 7306 5.2.1: an 8-aligned word; a 4-byte operand 4-aligned */
+    for (unsigned off = 1; off < 8; off++)
+        ASSERT_EQ(siwarp_atomic_prep(&wr, SIWARP_AOP_ADD, 8, 0x1000 + off, 1, 0, NULL), -EINVAL);
+    for (unsigned off = 1; off < 4; off++)
+        ASSERT_EQ(siwarp_atomic_prep(&wr, SIWARP_AOP_OR, 4, 0x1000 + off, 1, 0, NULL), -EINVAL);
+    ASSERT_EQ(siwarp_atomic_prep(&wr, SIWARP_AOP_ADD, 2, 0x1000, 1, 0, NULL), -EINVAL);
+    ASSERT_EQ(siwarp_atomic_prep(&wr, SIWARP_AOP_ADD, 16, 0x1000, 1, 0, NULL), -EINVAL);
+    ASSERT_EQ(siwarp_atomic_prep(&wr, (enum siwarp_atomic_op)(SIWARP_AOP_OR + 1), 8, 0x1000, 1, 0,
+                                 NULL), -EOPNOTSUPP);
+    ASSERT_EQ(siwarp_atomic_prep(&wr, (enum siwarp_atomic_op)-1, 8, 0x1000, 1, 0, NULL),
+              -EOPNOTSUPP);
+    ASSERT_MEM_EQ(&wr, &zero, sizeof(wr));
+}
+
 /* 100 atomics posted at once against an ORD of 4: the rest wait in the SQ
  * (the peer would refuse a fifth), all complete, in order, each fetching
  * the count before it. */
