@@ -7,12 +7,15 @@
 #
 # Variants, alternating within each round (2 ranks, one per core):
 #   siwarp   --mca pml ob1 --mca btl siwarp,self --mca osc rdma
-#   tcp      --mca pml ob1 --mca btl tcp,self --mca osc pt2pt
+#   tcp      --mca pml ob1 --mca btl tcp,self --mca osc pt2pt (5.0: osc rdma,
+#            which has no pt2pt and carries btl tcp by active messages)
 #   ucx      --mca pml ucx --mca osc ucx, UCX_TLS=tcp,self
 # plus siwarp's two-sided figures (test/mpi/mpi-bench.c: osu_latency's
 # half round trip at 8 B, osu_bw's window from 64 KiB) and the passive
 # target: siwarp with btl_siwarp_progress_thread=1, the target idle and
-# the target computing a whole second without calling MPI.
+# the target computing a whole second without calling MPI; and 8 B
+# latencies with no --mca osc at all (Open MPI's own choice), siwarp
+# against btl tcp.
 # Medians over the rounds; every mpirun bounded (BENCH_RMA_TIMEOUT, 300 s).
 # --netns: the two ranks in two network namespaces joined by a veth pair
 # (contrib/netns-mpirun.sh; root).  Environment: BUILDDIR (the build tree
@@ -54,12 +57,19 @@ if [ $netns = 1 ]; then
 else
     LAUNCH="timeout $T mpirun" BIND=core DEV=lo CIDR=lo
 fi
+# btl tcp's one-sided path: osc pt2pt (Open MPI 4.1); 5.0 removed it, and
+# its osc rdma carries btl tcp through active messages instead
+OSC_TCP=rdma
+ompi_info 2>/dev/null | grep -q "MCA osc: pt2pt" && OSC_TCP=pt2pt
 targs() {
     case $1 in
     siwarp) echo "--mca pml ob1 --mca btl siwarp,self --mca osc rdma" ;;
+    # what a user gets without naming an osc component
+    siwarp-default) echo "--mca pml ob1 --mca btl siwarp,self" ;;
+    tcp-default) echo "--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include $CIDR" ;;
     siwarp-thread) echo "--mca pml ob1 --mca btl siwarp,self --mca osc rdma" \
                         "--mca btl_siwarp_progress_thread 1" ;;
-    tcp) echo "--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include $CIDR --mca osc pt2pt" ;;
+    tcp) echo "--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include $CIDR --mca osc $OSC_TCP" ;;
     ucx) echo "--mca pml ucx --mca osc ucx --mca pml_ucx_tls any --mca pml_ucx_devices any" \
               "-x UCX_TLS=tcp,self -x UCX_NET_DEVICES=$DEV --mca btl ^siwarp" ;;
     esac
@@ -92,6 +102,9 @@ for r in $(seq 1 "$reps"); do
     done
     for v in siwarp tcp ucx; do
         run $v $v "$tmp/mpi-rma-bench" $BW
+    done
+    for v in siwarp-default tcp-default; do
+        run $v $v "$tmp/mpi-rma-bench" $LAT
     done
     run siwarp two-sided "$tmp/mpi-bench" -t lat -n 8 -m 8
     run siwarp two-sided "$tmp/mpi-bench" -t bw -n 65536 -m 1048576 -f 4
@@ -129,20 +142,27 @@ best_bw() {
     echo "\`contrib/bench-rma.sh --reps $reps$([ $netns = 1 ] && echo " --netns")\`"
     echo
     lat2=$(median two-sided lat 8)
-    echo "| 8 B latency (us) | siwarp osc/rdma | btl tcp osc/pt2pt | ucx osc/ucx | vs best peer | vs 2-sided ($lat2) |"
+    echo "| 8 B latency (us) | siwarp osc/rdma | btl tcp osc/$OSC_TCP | ucx osc/ucx | vs best peer | vs 2-sided ($lat2) |"
     echo "|---|---:|---:|---:|---:|---:|"
     for t in put get acc fop cas; do
         s=$(median siwarp $t 8)
         echo "| $t | $s | $(median tcp $t 8) | $(median ucx $t 8) | $(ratio "$s" "$(best_lat $t 8)") | $(ratio "$s" "$lat2") |"
     done
     echo
-    echo "| bandwidth (MB/s) | siwarp osc/rdma | btl tcp osc/pt2pt | ucx osc/ucx | vs best peer | siwarp 2-sided bw | vs 2-sided |"
+    echo "| bandwidth (MB/s) | siwarp osc/rdma | btl tcp osc/$OSC_TCP | ucx osc/ucx | vs best peer | siwarp 2-sided bw | vs 2-sided |"
     echo "|---|---:|---:|---:|---:|---:|---:|"
     for t in putbw getbw; do
         for s in 65536 262144 1048576; do
             v=$(median siwarp $t $s); bw2=$(median two-sided bw $s)
             echo "| $t $s | $v | $(median tcp $t $s) | $(median ucx $t $s) | $(ratio "$v" "$(best_bw $t $s)") | $bw2 | $(ratio "$v" "$bw2") |"
         done
+    done
+    echo
+    echo "| 8 B latency, no --mca osc given (us) | siwarp | btl tcp | ratio |"
+    echo "|---|---:|---:|---:|"
+    for t in put get acc fop cas; do
+        a=$(median siwarp-default $t 8); b=$(median tcp-default $t 8)
+        echo "| $t | $a | $b | $(ratio "$a" "$b") |"
     done
     echo
     echo "| passive target, progress thread (us) | target in MPI_Barrier | target computing 1 s | ratio |"

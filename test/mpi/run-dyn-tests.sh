@@ -360,7 +360,7 @@ if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $rc -ne 137 ] && ! grep -q "^spawn: ok"
    { grep -q "Peer process: *\[\[[0-9]*,2\],[0-9]*\]" "$log" ||
      grep -q "Process 2 (\[\[[0-9]*,2\],[0-9]*\])" "$log"; }; then
     ok "dyn, siwarp: children that cannot be reached: the job fails within ${DT} s, naming a child"
-elif [ $rc -eq 124 ] && mpirun --version 2>&1 | grep -q prterun &&
+elif [ $rc -eq 124 ] && mpirun --version 2>&1 | grep -q "(Open MPI) 5\.0\." &&
      grep -q "fallback refused" "$log" && grep -q "MPI_Init" "$log"; then
     # Open MPI 5.0.7 (Debian 13): the children fail at once, the BTL's
     # "fallback refused" naming the peer, but prterun keeps the job
