@@ -41,7 +41,7 @@ n=0
 ok()      { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok()  { n=$((n + 1)); echo "not ok $n - $1"; }
 skip()    { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
-diag()    { sed 's/^/# /' "$1" | tail -n "${2:-25}"; }
+diag()    { tr -d '\000' < "$1" | tail -n "${2:-25}" | awk '{ print "# " $0 }'; }
 now()     { date +%s.%N | cut -c1-14; }
 elapsed() { echo "$1 $2" | awk '{ printf "%.1f", $2 - $1 }'; }
 

@@ -105,7 +105,7 @@ dyn_verdict() {
     shift 2
     case $vrc in
     0) ;;
-    124|137) echo "hung: killed after ${DYN_BOUND:-$DT} s; last stage: $(grep -E \
+    124|137) echo "hung: killed after ${DYN_BOUND:-$DT} s; last stage: $(grep -a -E \
            '^(spawn|parent|child|acceptor|connector|server|client|cycles|join|joiner [01]):' \
            "$vlog" | tail -n 1)"; return ;;
     *) echo "exit $vrc"; return ;;
@@ -146,13 +146,13 @@ dyn_case() {
     if [ -z "$cwhy" ]; then
         ok "dyn, siwarp: $cname${cfirst:+ (second try; the first $cfirst)}"
         # where the first try's processes stood: each one's main thread
-        [ -n "$cfirst" ] && grep -E '^(dyn: hung|#[0-9]+ .* in (PMPI_|PMIx_|ompi_|main))' \
+        [ -n "$cfirst" ] && grep -a -E '^(dyn: hung|#[0-9]+ .* in (PMPI_|PMIx_|ompi_|main))' \
             "$cbase.siwarp.try1.log" | head -n 60 | sed 's/^/# /'
     else
         not_ok "dyn, siwarp: $cname ($cwhy${cref:+; the btl tcp reference failed too})"
         diag "$cbase.siwarp.log"
     fi
-    [ -n "${DYN_SHOW:-}" ] && grep -h -- "$DYN_SHOW" "$cbase.siwarp.log" | sed 's/^/# siwarp: /'
+    [ -n "${DYN_SHOW:-}" ] && grep -a -h -- "$DYN_SHOW" "$cbase.siwarp.log" | sed 's/^/# siwarp: /'
     if [ -z "$cref" ]; then
         ok "dyn, btl tcp reference: $cname"
     else
@@ -160,7 +160,7 @@ dyn_case() {
         echo "not ok $n - dyn, btl tcp reference: $cname ($cref) # TODO the reference transport failed, not siwarp"
         diag "$cbase.tcp.log"
     fi
-    [ -n "${DYN_SHOW:-}" ] && grep -h -- "$DYN_SHOW" "$cbase.tcp.log" | sed 's/^/# btl tcp: /'
+    [ -n "${DYN_SHOW:-}" ] && grep -a -h -- "$DYN_SHOW" "$cbase.tcp.log" | sed 's/^/# btl tcp: /'
     return 0
 }
 
