@@ -11,7 +11,10 @@
 # gets its own UTS namespace and host name (NAME-s / NAME-c) so ORTE sees two
 # nodes, and loopback is never a path between the ranks.  Added to the
 # mpirun line: --hostfile, --mca plm_rsh_agent, --map-by node,
-# oob_tcp_if_include and btl_siwarp_if_include set to the veth pair (the
+# oob_tcp_if_include and btl_siwarp_if_include set to the veth pair, by
+# interface name (Open MPI 5.0.7's PRRTE finds no interface for a subnet
+# such as 10.231.0.0/24, ignores the setting and may carry its channel
+# over any link; names work for 4.1's ORTE and 5.0's PRRTE alike) (the
 # BTL's interface list can be overridden with NETNS_BTL_IF; other BTLs'
 # interface options are the caller's business, e.g. btl_tcp_if_include
 # 10.231.0.0/24).
@@ -112,7 +115,7 @@ timeout -k 10 "$tmo" ip netns exec "$name-s" unshare --uts $pin_s /bin/sh -c \
     'hostname "$0-s" && exec "$@"' "$name" \
     mpirun --hostfile "$tmp/hostfile" --map-by node \
     --mca plm_rsh_agent "$self --agent" \
-    --mca oob_tcp_if_include 10.231.0.0/24 \
+    --mca oob_tcp_if_include "$name-vs,$name-vc" \
     --mca btl_siwarp_if_include "$btl_if" \
     "$@"
 rc=$?

@@ -16,7 +16,8 @@
 #      complete with their data verified;
 #   3. the data link goes down while both ranks live: two namespaces joined
 #      by two veth pairs, the BTL on the first (btl_siwarp_if_include), ORTE's
-#      out-of-band channel on the second (oob_tcp_if_include); the data pair
+#      out-of-band channel on the second (oob_tcp_if_include, by interface
+#      name: 5.0.7's PRRTE ignores a subnet there); the data pair
 #      is set down mid-transfer; the job must fail with a message naming both
 #      hosts within FAULT_LINK_BOUND seconds (default 60: the test sets
 #      btl_siwarp_llp_timeout to 10 s, plus the abort).  The time is measured and printed.  FAULT_TCP_COMPARE=1 also
@@ -234,7 +235,7 @@ link_down() {
         'hostname "$0-s" && exec "$@"' "$name" \
         $MPIRUN --hostfile "$OUT/hostfile" --map-by node -np 2 \
         --mca plm_rsh_agent "$srcdir/contrib/netns-mpirun.sh --agent" \
-        --mca oob_tcp_if_include 10.232.0.0/24 "$@" \
+        --mca oob_tcp_if_include "$name-os,$name-oc" "$@" \
         "$OUT/mpi_soak" -t 600 -r 1 -a 65536 -m 1048576 > "$log" 2>&1 &
     job=$!
     started="$started $job"
