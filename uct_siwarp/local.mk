@@ -14,16 +14,17 @@ uct_siwarp_libuct_siwarp_la_SOURCES = \
 	uct_siwarp/uct_siwarp_iface.c \
 	uct_siwarp/uct_siwarp_cm.c \
 	uct_siwarp/uct_siwarp_ep.c \
-	uct_siwarp/uct_siwarp_amo.c
+	uct_siwarp/uct_siwarp_amo.c \
+	uct_siwarp/uct_siwarp_auth.c
 # UCX's headers first, with the build options of Debian's libuct.so.0
 uct_siwarp_libuct_siwarp_la_CPPFLAGS = -include $(top_srcdir)/uct_siwarp/ucx_abi.h \
 	-I$(UCX_SRC_DIR)/src -I$(top_srcdir)/include
-uct_siwarp_libuct_siwarp_la_CFLAGS = $(SWP_CFLAGS) -Wno-unused-parameter \
+uct_siwarp_libuct_siwarp_la_CFLAGS = $(SWP_CFLAGS) $(NETTLE_CFLAGS) -Wno-unused-parameter \
 	-Wno-missing-field-initializers -Wno-sign-compare -Wno-type-limits
 # -version-info 0:0:0 names it libuct_siwarp.so.0, as UCX names its modules.
 # Only UCX's constructors need to be reached (they register the component);
 # libsiwarp stays inside, as in the BTL plugin.
 uct_siwarp_libuct_siwarp_la_LDFLAGS = -module -shared -no-undefined -version-info 0:0:0 \
 	-export-symbols-regex '^uct_siwarp_(component|tl)$$'
-uct_siwarp_libuct_siwarp_la_LIBADD = common/libswpcore.la -luct -lucs -lpthread
+uct_siwarp_libuct_siwarp_la_LIBADD = common/libswpcore.la $(NETTLE_LIBS) -luct -lucs -lpthread
 endif

@@ -33,13 +33,26 @@ typedef struct uct_siwarp_am_hdr {
 
 /* What the two MPA private data blocks carry (RFC 5044 7.1: up to 512
  * octets of opaque ULP data).  Little-endian host order: both ends are this
- * module on the same architecture (the magic tells anything else apart). */
-#define UCT_SIWARP_PD_MAGIC 0x55435453u   /* "UCTS" */
+ * module on the same architecture (the magic tells anything else apart).
+ * nonce and mac authenticate the connection (uct_siwarp_auth.c). */
+#define UCT_SIWARP_PD_MAGIC   0x32435455u   /* "UTC2": with authentication */
+#define UCT_SIWARP_FIN_MAGIC  0x4e494655u   /* "UFIN" */
+#define UCT_SIWARP_SECRET_LEN 16
+#define UCT_SIWARP_NONCE_LEN  16
+#define UCT_SIWARP_MAC_LEN    32            /* HMAC-SHA256 */
 typedef struct uct_siwarp_conn_pd {
     uint32_t magic;
     uint32_t stag;      /* Request: the credit word; Reply: the flush word */
     uint64_t addr;
+    uint8_t  nonce[UCT_SIWARP_NONCE_LEN];
+    uint8_t  mac[UCT_SIWARP_MAC_LEN];       /* last: covers everything before */
 } uct_siwarp_conn_pd_t;
+
+/* The initiator's first Send on a connection: the proof of step 3. */
+typedef struct uct_siwarp_auth_fin {
+    uint32_t magic;
+    uint8_t  mac[UCT_SIWARP_MAC_LEN];
+} UCS_S_PACKED uct_siwarp_auth_fin_t;
 
 /* Device and iface addresses: IPv4 address of the device, then the port of
  * the iface's listener and the depth of each accepted QP's receive queue
@@ -51,6 +64,7 @@ typedef struct uct_siwarp_dev_addr {
 typedef struct uct_siwarp_iface_addr {
     uint16_t port;                  /* network order */
     uint16_t rx_depth;
+    uint8_t  secret[UCT_SIWARP_SECRET_LEN];   /* the key of its connections */
 } UCS_S_PACKED uct_siwarp_iface_addr_t;
 
 typedef struct uct_siwarp_md_config {
@@ -126,6 +140,7 @@ typedef struct uct_siwarp_iface {
     ucs_list_link_t        eps;
     ucs_list_link_t        rx_conns;
     int                    event_fd;
+    uint8_t                secret[UCT_SIWARP_SECRET_LEN];   /* uct_siwarp_auth.c */
     struct {
         size_t   seg_size;               /* Send payload incl. the prefix */
         unsigned rx_depth;
@@ -160,6 +175,8 @@ struct uct_siwarp_ep {
     unsigned          xor_inflight;      /* XORs whose CmpSwap is yet to come */
     ucs_status_t      fail_status;       /* FAILED: why */
     int               fail_reported;     /* uct_iface_handle_ep_err called */
+    uint8_t           peer_secret[UCT_SIWARP_SECRET_LEN];   /* from its iface address */
+    uct_siwarp_conn_pd_t req;            /* the MPA Request sent */
 };
 
 typedef struct uct_siwarp_rx_conn {
@@ -175,6 +192,8 @@ typedef struct uct_siwarp_rx_conn {
     uint32_t          credit_stag;       /* the initiator's credit word */
     uint64_t          credit_addr;
     int               failed;
+    uct_siwarp_conn_pd_t req, rep;       /* the MPA exchange, for the first Send */
+    char              peer[48];          /* address:port, for messages */
 } uct_siwarp_rx_conn_t;
 
 extern uct_component_t uct_siwarp_component;
@@ -189,6 +208,22 @@ void uct_siwarp_rx_reap(uct_siwarp_iface_t *iface);
 unsigned uct_siwarp_rx_handle(uct_siwarp_rx_conn_t *rx, const struct siwarp_wc *wc);
 void uct_siwarp_conn_param(uct_siwarp_iface_t *iface, struct siwarp_conn_param *p);
 int  uct_siwarp_ep_check_connected(uct_siwarp_ep_t *ep);
+
+/* auth */
+int  uct_siwarp_auth_random(void *buf, size_t len);
+int  uct_siwarp_auth_sign_request(const uint8_t *secret, uct_siwarp_conn_pd_t *req);
+int  uct_siwarp_auth_check_request(const uct_siwarp_iface_t *iface,
+                                   const uct_siwarp_conn_pd_t *req);
+int  uct_siwarp_auth_sign_reply(const uct_siwarp_iface_t *iface, const uct_siwarp_conn_pd_t *req,
+                                uct_siwarp_conn_pd_t *rep);
+int  uct_siwarp_auth_check_reply(const uint8_t *secret, const uct_siwarp_conn_pd_t *req,
+                                 const uct_siwarp_conn_pd_t *rep);
+void uct_siwarp_auth_fin(const uint8_t *secret, const uct_siwarp_conn_pd_t *req,
+                         const uct_siwarp_conn_pd_t *rep, uct_siwarp_auth_fin_t *fin);
+int  uct_siwarp_auth_verify_first(void *arg, struct siwarp_qp *qp, const void *data,
+                                  uint32_t len);
+void uct_siwarp_auth_warn(const uct_siwarp_iface_t *iface, const char *peer, const char *why);
+void uct_siwarp_auth_peer_str(const struct sockaddr_storage *ss, char *buf, size_t len);
 
 /* ep */
 UCS_CLASS_DECLARE_NEW_FUNC(uct_siwarp_ep_t, uct_ep_t, const uct_ep_params_t*);
@@ -221,7 +256,7 @@ unsigned uct_siwarp_ep_progress_pending(uct_siwarp_ep_t *ep);
 void uct_siwarp_ep_tx_done(uct_siwarp_iface_t *iface, const struct siwarp_wc *wc);
 void uct_siwarp_ep_set_failed(uct_siwarp_ep_t *ep, ucs_status_t status);
 unsigned uct_siwarp_ep_report_failures(uct_siwarp_iface_t *iface);
-ucs_status_t uct_siwarp_ep_post(uct_siwarp_ep_t *ep, struct siwarp_send_wr *wr, int needs_conn);
+ucs_status_t uct_siwarp_ep_post(uct_siwarp_ep_t *ep, struct siwarp_send_wr *wr);
 ucs_status_t uct_siwarp_ep_post_internal(uct_siwarp_ep_t *ep, struct siwarp_send_wr *wr);
 int uct_siwarp_ep_has_room(uct_siwarp_ep_t *ep);
 

@@ -123,7 +123,7 @@ static ucs_status_t uct_siwarp_amo_post(uct_ep_h tl_ep, uct_atomic_op_t opcode, 
     sge.addr    = op->slot;
     wr.wr_id    = (uintptr_t)op;
     wr.atomic.rkey = (uint32_t)rkey;
-    status = uct_siwarp_ep_post(ep, &wr, 1);
+    status = uct_siwarp_ep_post(ep, &wr);
     if (status != UCS_INPROGRESS) {
         uct_siwarp_op_put(iface, op);
         return status;

@@ -181,12 +181,32 @@ static void uct_siwarp_accept_one(uct_siwarp_iface_t *iface, struct siwarp_conn_
     unsigned i;
     int rc;
 
+    char from[48];
+
     rc = siwarp_conn_req_param(req, &p, &peer);
-    if ((rc < 0) || (p.private_data_len != sizeof(cpd))) {
+    if (rc < 0) {
+        goto reject;
+    }
+    uct_siwarp_auth_peer_str(&peer, from, sizeof(from));
+    if (p.private_data_len != sizeof(cpd)) {
+        uct_siwarp_auth_warn(iface, from, "its MPA Request is not from a uct_siwarp ep "
+                             "of this version");
         goto reject;
     }
     memcpy(&cpd, p.private_data, sizeof(cpd));
     if (cpd.magic != UCT_SIWARP_PD_MAGIC) {
+        uct_siwarp_auth_warn(iface, from, "its MPA Request is not from a uct_siwarp ep "
+                             "of this version");
+        goto reject;
+    }
+    /* before anything is created: a stranger costs one hash */
+    if (uct_siwarp_auth_check_request(iface, &cpd) < 0) {
+        uct_siwarp_auth_warn(iface, from, "its MPA Request is not signed with this iface's "
+                             "key (a process that was not given the iface address)");
+        goto reject;
+    }
+    if (uct_siwarp_auth_sign_reply(iface, &cpd, &rep) < 0) {
+        ucs_error("siwarp: no random nonce for a connection: %s", strerror(errno));
         goto reject;
     }
     rx = ucs_calloc(1, sizeof(*rx), "siwarp rx conn");
@@ -197,6 +217,9 @@ static void uct_siwarp_accept_one(uct_siwarp_iface_t *iface, struct siwarp_conn_
     rx->iface       = iface;
     rx->credit_stag = cpd.stag;
     rx->credit_addr = cpd.addr;
+    rx->req         = cpd;
+    rx->rep         = rep;
+    ucs_strncpy_safe(rx->peer, from, sizeof(rx->peer));
     ucs_list_add_tail(&iface->rx_conns, &rx->list);
     rx->bufs = ucs_malloc(iface->config.rx_depth * iface->config.seg_size, "siwarp rx bufs");
     if (rx->bufs == NULL) {
@@ -214,6 +237,14 @@ static void uct_siwarp_accept_one(uct_siwarp_iface_t *iface, struct siwarp_conn_
         goto err;
     }
     siwarp_qp_set_context(rx->qp, &rx->conn_kind);
+    /* step 3: nothing of the connection is placed or delivered before its
+     * first Send proved the key over this Reply's fresh nonce */
+    rc = siwarp_qp_verify_first_send(rx->qp, uct_siwarp_auth_verify_first, rx,
+                                     sizeof(uct_siwarp_auth_fin_t), iface->config.llp_timeout_ms);
+    if (rc < 0) {
+        ucs_error("siwarp: siwarp_qp_verify_first_send: %s", strerror(-rc));
+        goto err;
+    }
     for (i = 0; i < iface->config.rx_depth; i++) {
         rc = uct_siwarp_rx_post(rx, i);
         if (rc < 0) {
@@ -268,6 +299,32 @@ void uct_siwarp_rx_reap(uct_siwarp_iface_t *iface)
     }
 }
 
+/* Step 3 of uct_siwarp_auth.c: the first WR on the QP, before anything
+ * the ep posts, and outside the pending queue (which may hold requests
+ * that waited for the connection).  Signaled, so its slot comes back. */
+static int uct_siwarp_ep_send_fin(uct_siwarp_ep_t *ep, const uct_siwarp_conn_pd_t *rep)
+{
+    uct_siwarp_auth_fin_t fin;
+    struct siwarp_sge sge = { .addr = &fin, .length = sizeof(fin) };
+    struct siwarp_send_wr wr = {
+        .wr_id      = 0,               /* no op: uct_siwarp_ep_tx_done only counts it */
+        .sg_list    = &sge,
+        .num_sge    = 1,
+        .opcode     = SIWARP_WR_SEND,
+        .send_flags = SIWARP_SEND_INLINE | SIWARP_SEND_SIGNALED,
+    };
+    struct siwarp_send_wr *bad;
+    int rc;
+
+    uct_siwarp_auth_fin(ep->peer_secret, &ep->req, rep, &fin);
+    rc = siwarp_post_send(ep->qp, &wr, &bad);
+    if (rc < 0) {
+        return rc;
+    }
+    ep->tx_avail--;
+    return 0;
+}
+
 /* Connected yet?  1: RTS, the acceptor's flush word known and whether
  * RFC 7306 was negotiated; 0: not yet; <0: failed (the ep is marked). */
 int uct_siwarp_ep_check_connected(uct_siwarp_ep_t *ep)
@@ -306,6 +363,19 @@ int uct_siwarp_ep_check_connected(uct_siwarp_ep_t *ep)
         ucs_error("siwarp: the peer's MPA Reply is not from a uct_siwarp iface");
         uct_siwarp_ep_set_failed(ep, UCS_ERR_UNREACHABLE);
         return -EPROTO;
+    }
+    if (uct_siwarp_auth_check_reply(ep->peer_secret, &ep->req, &rep) < 0) {
+        ucs_error("siwarp: the peer's MPA Reply on %s is not signed with the key of the "
+                  "iface address this ep was given: not that iface", ep_iface_name(ep));
+        uct_siwarp_ep_set_failed(ep, UCS_ERR_UNREACHABLE);
+        return -EACCES;
+    }
+    rc = uct_siwarp_ep_send_fin(ep, &rep);
+    if (rc < 0) {
+        ucs_error("siwarp: posting the connection's first Send on %s: %s", ep_iface_name(ep),
+                  strerror(-rc));
+        uct_siwarp_ep_set_failed(ep, uct_siwarp_status(rc));
+        return rc;
     }
     ep->peer_flush_stag = rep.stag;
     ep->peer_flush_addr = rep.addr;

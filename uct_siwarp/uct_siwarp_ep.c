@@ -51,7 +51,7 @@ int uct_siwarp_ep_has_room(uct_siwarp_ep_t *ep)
  * post (SIWARP_SEND_COMPLETE_AT_POST) returns 1 and leaves nothing behind.
  * Returns UCS_OK (done at post), UCS_INPROGRESS (a completion will come),
  * UCS_ERR_NO_RESOURCE, or an error. */
-ucs_status_t uct_siwarp_ep_post(uct_siwarp_ep_t *ep, struct siwarp_send_wr *wr, int needs_conn)
+ucs_status_t uct_siwarp_ep_post(uct_siwarp_ep_t *ep, struct siwarp_send_wr *wr)
 {
     struct siwarp_send_wr *bad;
     int rc;
@@ -62,7 +62,9 @@ ucs_status_t uct_siwarp_ep_post(uct_siwarp_ep_t *ep, struct siwarp_send_wr *wr, 
     if (!uct_siwarp_ep_has_room(ep)) {
         return UCS_ERR_NO_RESOURCE;
     }
-    if (needs_conn) {
+    /* nothing goes before the connection is up: its first Send is the
+     * proof of the key (uct_siwarp_auth.c), posted when it comes up */
+    if (ep->state != UCT_SIWARP_EP_CONNECTED) {
         rc = uct_siwarp_ep_check_connected(ep);
         if (rc == 0) {
             return UCS_ERR_NO_RESOURCE;
@@ -101,7 +103,7 @@ ucs_status_t uct_siwarp_ep_post_internal(uct_siwarp_ep_t *ep, struct siwarp_send
     int dispatching = ep->dispatching;
 
     ep->dispatching = 1;
-    status = uct_siwarp_ep_post(ep, wr, 0);
+    status = uct_siwarp_ep_post(ep, wr);
     ep->dispatching = dispatching;
     return status;
 }
@@ -172,7 +174,7 @@ static ucs_status_t uct_siwarp_ep_am_send(uct_siwarp_ep_t *ep, struct siwarp_sge
     if (status != UCS_OK) {
         return status;
     }
-    status = uct_siwarp_ep_post(ep, &wr, 0);
+    status = uct_siwarp_ep_post(ep, &wr);
     if ((status == UCS_OK) || (status == UCS_INPROGRESS)) {
         ep->am_sent++;
     }
@@ -336,7 +338,7 @@ static ucs_status_t uct_siwarp_ep_write_inline(uct_siwarp_ep_t *ep, void *buf, s
 
     wr.rdma.remote_addr = remote_addr;
     wr.rdma.rkey        = (uint32_t)rkey;
-    status = uct_siwarp_ep_post(ep, &wr, 0);
+    status = uct_siwarp_ep_post(ep, &wr);
     return (status == UCS_INPROGRESS) ? UCS_OK : status;
 }
 
@@ -400,7 +402,7 @@ static ucs_status_t uct_siwarp_ep_rdma_zcopy(uct_siwarp_ep_t *ep, int opcode, co
     if (opcode == SIWARP_WR_WRITE) {
         wr.send_flags |= SIWARP_SEND_COMPLETE_AT_POST;
     }
-    status = uct_siwarp_ep_post(ep, &wr, 0);
+    status = uct_siwarp_ep_post(ep, &wr);
     if (status != UCS_INPROGRESS) {
         uct_siwarp_op_put(iface, op);
     }
@@ -465,7 +467,7 @@ ucs_status_t uct_siwarp_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_
     wr.wr_id            = (uintptr_t)op;
     wr.rdma.remote_addr = ep->peer_flush_addr;
     wr.rdma.rkey        = ep->peer_flush_stag;
-    status = uct_siwarp_ep_post(ep, &wr, 1);   /* the flush word is known once connected */
+    status = uct_siwarp_ep_post(ep, &wr);   /* the flush word is known once connected */
     if (status != UCS_INPROGRESS) {
         uct_siwarp_op_put(iface, op);
         return status;
@@ -565,9 +567,19 @@ static UCS_CLASS_INIT_FUNC(uct_siwarp_ep_t, const uct_ep_params_t *params)
     }
     siwarp_qp_set_context(self->qp, &self->conn_kind);
 
+    memset(&cpd, 0, sizeof(cpd));
     cpd.magic = UCT_SIWARP_PD_MAGIC;
     cpd.stag  = siwarp_mr_stag(self->credit_mr);
     cpd.addr  = (uintptr_t)self->credit_word;
+    /* signed with the key the peer's iface address carries (step 1 of
+     * uct_siwarp_auth.c); kept for the check of its Reply */
+    memcpy(self->peer_secret, ia->secret, sizeof(self->peer_secret));
+    rc = uct_siwarp_auth_sign_request(self->peer_secret, &cpd);
+    if (rc < 0) {
+        ucs_error("siwarp: no random nonce for a connection: %s", strerror(-rc));
+        goto err_qp;
+    }
+    self->req = cpd;
     uct_siwarp_conn_param(iface, &p);
     p.private_data     = &cpd;
     p.private_data_len = sizeof(cpd);
@@ -575,7 +587,8 @@ static UCS_CLASS_INIT_FUNC(uct_siwarp_ep_t, const uct_ep_params_t *params)
     sin.sin_family      = AF_INET;
     sin.sin_addr.s_addr = da->ipv4;
     sin.sin_port        = ia->port;
-    /* asynchronous: Sends and Writes posted meanwhile wait in the QP */
+    /* asynchronous: until it is up, operations get UCS_ERR_NO_RESOURCE
+     * (uct_siwarp_ep_post) and the iface's progress completes it */
     rc = siwarp_connect(self->qp, (struct sockaddr*)&sin, sizeof(sin), &p);
     if (rc < 0) {
         ucs_error("siwarp: siwarp_connect to %s:%u: %s", inet_ntoa(sin.sin_addr),

@@ -175,6 +175,7 @@ static ucs_status_t uct_siwarp_iface_get_address(uct_iface_h tl_iface, uct_iface
 
     ia->port     = iface->addr.sin_port;
     ia->rx_depth = (uint16_t)iface->config.rx_depth;
+    memcpy(ia->secret, iface->secret, sizeof(ia->secret));
     return UCS_OK;
 }
 
@@ -527,6 +528,13 @@ static UCS_CLASS_INIT_FUNC(uct_siwarp_iface_t, uct_md_h tl_md, uct_worker_h work
     status = uct_siwarp_iface_words_init(self);
     if (status != UCS_OK) {
         return status;
+    }
+    /* the key of this iface's connections, known only to the processes
+     * given its address (uct_siwarp_auth.c) */
+    rc = uct_siwarp_auth_random(self->secret, sizeof(self->secret));
+    if (rc < 0) {
+        ucs_error("siwarp: getrandom for the iface's key: %s", strerror(-rc));
+        return uct_siwarp_status(rc);
     }
     return uct_siwarp_listen(self);
 }

@@ -5,7 +5,8 @@
 if HAVE_UCT
 check_PROGRAMS += test/uct/uct_check
 test_uct_uct_check_SOURCES = test/uct/uct_check.c
-test_uct_uct_check_LDADD = -luct -lucs
+test_uct_uct_check_CPPFLAGS = -I$(top_srcdir)/include $(NETTLE_CFLAGS)
+test_uct_uct_check_LDADD = libsiwarp.la $(NETTLE_LIBS) -luct -lucs
 TESTS += test/uct/run-uct-tests.sh
 endif
 dist_noinst_SCRIPTS += test/uct/run-uct-tests.sh

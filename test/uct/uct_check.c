@@ -2,17 +2,25 @@
  * uct_check.c - the siwarp UCT transport through UCX's public UCT API: two
  * ifaces of one worker on a loopback device, an ep from A to B, and for
  * each operation a check of the bytes or values it left at the other end.
+ * Then strangers: libsiwarp QPs of this process that connect to B's
+ * listener without going through UCT, as a process that was never given
+ * B's address would (or one that recorded a request).
  * Prints TAP.  Needs the module loaded (LD_PRELOAD=.../libuct_siwarp.so.0,
  * as test/uct/run-uct-tests.sh runs it).  Usage: uct_check [device]
  */
 #include <uct/api/uct.h>
 #include <ucs/async/async_fwd.h>
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <arpa/inet.h>
+
+#include <nettle/hmac.h>
+#include <siwarp/siwarp.h>
 
 #define AM_ID     3
 #define BIG       (1u << 20)
@@ -455,6 +463,182 @@ static void test_bad_rkey(uct_ep_h ep, region_t *src, region_t *dst)
           "put to an STag the peer does not have: flush fails, the error handler runs");
 }
 
+/* ---- strangers ------------------------------------------------------------
+ * What uct_siwarp puts in its addresses and MPA private data, as this test
+ * reads and forges them (uct_siwarp.h has the module's own definitions). */
+typedef struct {
+    uint16_t port;                 /* network order */
+    uint16_t rx_depth;
+    uint8_t  secret[16];
+} __attribute__((packed)) s_iface_addr_t;
+
+typedef struct {
+    uint32_t magic;
+    uint32_t stag;
+    uint64_t addr;
+    uint8_t  nonce[16];
+    uint8_t  mac[32];
+} s_conn_pd_t;
+
+#define S_PD_MAGIC  0x32435455u
+#define S_FIN_MAGIC 0x4e494655u
+
+typedef struct {
+    struct siwarp_ctx *ctx;
+    struct siwarp_pd  *pd;
+    struct siwarp_cq  *cq;
+} stranger_t;
+
+/* A QP of the stranger's context connecting to B with pd (NULL: none);
+ * both sides progressed until it is not CONNECTING.  Its final state. */
+static enum siwarp_qp_state stranger_connect(stranger_t *st, const side_t *b,
+                                             const s_conn_pd_t *pd, struct siwarp_qp **qpp)
+{
+    struct siwarp_qp_init_attr qa = { .send_cq = st->cq, .recv_cq = st->cq, .max_send_wr = 8,
+                                      .max_recv_wr = 8, .max_sge = 1, .max_inline = 64 };
+    const s_iface_addr_t *ia = b->iface_addr;
+    struct siwarp_conn_param p;
+    struct siwarp_qp_attr attr;
+    struct sockaddr_in sin;
+    double t0 = now();
+
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    memcpy(&sin.sin_addr.s_addr, b->dev_addr, 4);
+    sin.sin_port = ia->port;
+    siwarp_conn_param_default(&p);
+    if (pd != NULL) {
+        p.private_data     = pd;
+        p.private_data_len = sizeof(*pd);
+    }
+    if (siwarp_create_qp(st->pd, &qa, qpp) < 0 ||
+        siwarp_connect(*qpp, (struct sockaddr*)&sin, sizeof(sin), &p) < 0) {
+        return SIWARP_QPS_ERROR;
+    }
+    do {
+        uct_worker_progress(worker);
+        siwarp_wait(st->ctx, 1);
+        siwarp_query_qp(*qpp, &attr);
+    } while ((attr.state == SIWARP_QPS_CONNECTING || attr.state == SIWARP_QPS_IDLE) &&
+             now() - t0 < WAIT_SEC);
+    return attr.state;
+}
+
+/* Progress both until the stranger's QP leaves RTS (B failed it); 1 if so. */
+static int stranger_cut_off(stranger_t *st, struct siwarp_qp *qp)
+{
+    struct siwarp_qp_attr attr;
+    double t0 = now();
+
+    do {
+        uct_worker_progress(worker);
+        siwarp_wait(st->ctx, 1);
+        siwarp_query_qp(qp, &attr);
+    } while (attr.state == SIWARP_QPS_RTS && now() - t0 < WAIT_SEC);
+    return attr.state != SIWARP_QPS_RTS;
+}
+
+/* The MPA Request a process that knows B's key sends: what a recorded
+ * request replays (its nonce is the recording's, not ours to choose). */
+static void forge_request(const side_t *b, s_conn_pd_t *pd, int good_mac)
+{
+    const s_iface_addr_t *ia = b->iface_addr;
+    struct hmac_sha256_ctx h;
+
+    memset(pd, 0, sizeof(*pd));
+    pd->magic = S_PD_MAGIC;
+    pd->stag  = 0x1234;
+    pd->addr  = 0x1000;
+    memset(pd->nonce, 0x5a, sizeof(pd->nonce));
+    hmac_sha256_set_key(&h, sizeof(ia->secret), ia->secret);
+    hmac_sha256_update(&h, 4, (const uint8_t*)"REQ");
+    hmac_sha256_update(&h, offsetof(s_conn_pd_t, mac), (const uint8_t*)pd);
+    hmac_sha256_digest(&h, sizeof(pd->mac), pd->mac);
+    if (!good_mac) {
+        pd->mac[0] ^= 1;
+    }
+}
+
+static void test_strangers(const side_t *b, region_t *dst)
+{
+    static const char harm[] = "HARM from a stranger";
+    stranger_t st;
+    struct siwarp_qp *qp;
+    s_conn_pd_t pd;
+    uint8_t before[64];
+    enum siwarp_qp_state state;
+
+    if (siwarp_ctx_create(&st.ctx) < 0 || siwarp_alloc_pd(st.ctx, &st.pd) < 0 ||
+        siwarp_create_cq(st.ctx, 64, &st.cq) < 0) {
+        check(0, "stranger: libsiwarp context");
+        return;
+    }
+    memcpy(before, dst->buf, sizeof(before));
+
+    state = stranger_connect(&st, b, NULL, &qp);
+    check(state == SIWARP_QPS_ERROR, "stranger with no private data: refused (MPA Reject)");
+    siwarp_destroy_qp(qp);
+
+    forge_request(b, &pd, 0);
+    state = stranger_connect(&st, b, &pd, &qp);
+    check(state == SIWARP_QPS_ERROR,
+          "stranger without the iface's key (request mac wrong by one bit): refused");
+    siwarp_destroy_qp(qp);
+
+    /* a recorded request played again: accepted at first (it is valid),
+     * but the connection must prove the key over the Reply's fresh nonce
+     * before anything of it is placed */
+    forge_request(b, &pd, 1);
+    state = stranger_connect(&st, b, &pd, &qp);
+    check(state == SIWARP_QPS_RTS, "replayed request: an MPA Reply (nothing created but the QP)");
+    if (state == SIWARP_QPS_RTS) {
+        struct siwarp_sge sge = { .addr = (void*)harm, .length = sizeof(harm) };
+        struct siwarp_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = SIWARP_WR_WRITE,
+                                     .send_flags = SIWARP_SEND_INLINE };
+        struct siwarp_send_wr *bad;
+
+        wr.rdma.remote_addr = (uintptr_t)dst->buf;
+        wr.rdma.rkey        = (uint32_t)dst->rkey.rkey;
+        siwarp_post_send(qp, &wr, &bad);
+        check(stranger_cut_off(&st, qp) && !memcmp(before, dst->buf, sizeof(before)),
+              "replayed request, then an RDMA Write to a registered region: cut off, "
+              "region unchanged");
+    }
+    siwarp_destroy_qp(qp);
+
+    state = stranger_connect(&st, b, &pd, &qp);
+    if (state == SIWARP_QPS_RTS) {
+        struct { uint32_t magic; uint8_t mac[32]; } __attribute__((packed)) fin;
+        struct siwarp_sge sge = { .addr = &fin, .length = sizeof(fin) };
+        struct siwarp_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = SIWARP_WR_SEND,
+                                     .send_flags = SIWARP_SEND_INLINE };
+        struct siwarp_send_wr *bad;
+
+        fin.magic = S_FIN_MAGIC;
+        memset(fin.mac, 0x77, sizeof(fin.mac));   /* the recording's proof is for another nonce */
+        siwarp_post_send(qp, &wr, &bad);
+        check(stranger_cut_off(&st, qp), "replayed request, then a first Send with a stale proof: cut off");
+    } else {
+        check(0, "replayed request, then a first Send with a stale proof: no Reply");
+    }
+    siwarp_destroy_qp(qp);
+
+    siwarp_destroy_cq(st.cq);
+    siwarp_dealloc_pd(st.pd);
+    siwarp_ctx_destroy(st.ctx);
+}
+
+/* the job's own ep, beside the strangers B cut off */
+static void test_still_works(uct_ep_h ep, region_t *dst)
+{
+    uint64_t v = 0x5eed5eed5eed5eedull;
+    ucs_status_t st;
+
+    RETRY(st, uct_ep_put_short(ep, &v, sizeof(v), (uintptr_t)dst->buf, dst->rkey.rkey));
+    check(st == UCS_OK && flush_ep(ep) == UCS_OK && !memcmp(dst->buf, &v, sizeof(v)),
+          "after the strangers: the job's own ep still puts into B");
+}
+
 int main(int argc, char **argv)
 {
     const char *dev = (argc > 1) ? argv[1] : "lo";
@@ -511,6 +695,8 @@ int main(int argc, char **argv)
     if (a.attr.cap.flags & UCT_IFACE_FLAG_ATOMIC_DEVICE) {
         test_amo(ep, &dst);
     }
+    test_strangers(&b, &dst);
+    test_still_works(ep, &dst);
     test_bad_rkey(ep, &src, &dst);
 
     uct_ep_destroy(ep);
