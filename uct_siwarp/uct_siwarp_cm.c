@@ -178,23 +178,19 @@ static void uct_siwarp_accept_one(uct_siwarp_iface_t *iface, struct siwarp_conn_
     struct sockaddr_storage peer;
     uct_siwarp_conn_pd_t cpd;
     uct_siwarp_rx_conn_t *rx;
+    char from[48];
     unsigned i;
     int rc;
-
-    char from[48];
 
     rc = siwarp_conn_req_param(req, &p, &peer);
     if (rc < 0) {
         goto reject;
     }
     uct_siwarp_auth_peer_str(&peer, from, sizeof(from));
-    if (p.private_data_len != sizeof(cpd)) {
-        uct_siwarp_auth_warn(iface, from, "its MPA Request is not from a uct_siwarp ep "
-                             "of this version");
-        goto reject;
+    if (p.private_data_len == sizeof(cpd)) {
+        memcpy(&cpd, p.private_data, sizeof(cpd));
     }
-    memcpy(&cpd, p.private_data, sizeof(cpd));
-    if (cpd.magic != UCT_SIWARP_PD_MAGIC) {
+    if ((p.private_data_len != sizeof(cpd)) || (cpd.magic != UCT_SIWARP_PD_MAGIC)) {
         uct_siwarp_auth_warn(iface, from, "its MPA Request is not from a uct_siwarp ep "
                              "of this version");
         goto reject;
