@@ -224,6 +224,127 @@ TEST(terminate_bytes_and_roundtrip)
     ASSERT_EQ(swp_rdmap_parse_term(h, 21, &got), -EPROTO);
 }
 
+/* The numbers themselves, as literals, so that renumbering an enum fails
+ * here even where every other test compares name to name.  The Terminate
+ * layer / error type / error code triples are those of the IANA "RDMAP
+ * Errors" and "DDP Errors" registries (RFC 6580, filled from RFC 5040 and
+ * RFC 5041; RFC 7306 registered no new ones, so an atomic violation is
+ * reported with these); the LLP codes are RFC 5044's and RFC 6581's. */
+TEST(terminate_code_points)
+{
+    /* RFC 5040 Terminate header: layer */
+    ASSERT_EQ(SWP_TERM_LAYER_RDMAP, 0);
+    ASSERT_EQ(SWP_TERM_LAYER_DDP, 1);
+    ASSERT_EQ(SWP_TERM_LAYER_LLP, 2);
+    /* RDMAP error types and codes */
+    ASSERT_EQ(SWP_RDMAP_ET_CATASTROPHIC, 0);
+    ASSERT_EQ(SWP_RDMAP_ET_REMOTE_PROT, 1);
+    ASSERT_EQ(SWP_RDMAP_ET_REMOTE_OP, 2);
+    ASSERT_EQ(SWP_RDMAP_EC_INV_STAG, 0x00);
+    ASSERT_EQ(SWP_RDMAP_EC_BASE_BOUNDS, 0x01);
+    ASSERT_EQ(SWP_RDMAP_EC_ACCESS, 0x02);
+    ASSERT_EQ(SWP_RDMAP_EC_STAG_STREAM, 0x03);
+    ASSERT_EQ(SWP_RDMAP_EC_TO_WRAP, 0x04);
+    ASSERT_EQ(SWP_RDMAP_EC_INV_RDMAP_VER, 0x05);
+    ASSERT_EQ(SWP_RDMAP_EC_UNEXP_OPCODE, 0x06);
+    ASSERT_EQ(SWP_RDMAP_EC_CATA_STREAM, 0x07);
+    ASSERT_EQ(SWP_RDMAP_EC_CATA_GLOBAL, 0x08);
+    ASSERT_EQ(SWP_RDMAP_EC_CANT_INVALIDATE, 0x09);
+    ASSERT_EQ(SWP_RDMAP_EC_UNSPECIFIED, 0xff);
+    /* DDP error types and codes */
+    ASSERT_EQ(SWP_DDP_ET_CATASTROPHIC, 0);
+    ASSERT_EQ(SWP_DDP_ET_TAGGED, 1);
+    ASSERT_EQ(SWP_DDP_ET_UNTAGGED, 2);
+    ASSERT_EQ(SWP_DDP_EC_CATASTROPHIC, 0x00);
+    ASSERT_EQ(SWP_DDP_EC_T_INV_STAG, 0x00);
+    ASSERT_EQ(SWP_DDP_EC_T_BASE_BOUNDS, 0x01);
+    ASSERT_EQ(SWP_DDP_EC_T_STAG_STREAM, 0x02);
+    ASSERT_EQ(SWP_DDP_EC_T_TO_WRAP, 0x03);
+    ASSERT_EQ(SWP_DDP_EC_T_INV_DDP_VER, 0x04);
+    ASSERT_EQ(SWP_DDP_EC_U_INV_QN, 0x01);
+    ASSERT_EQ(SWP_DDP_EC_U_NO_BUF, 0x02);
+    ASSERT_EQ(SWP_DDP_EC_U_MSN_RANGE, 0x03);
+    ASSERT_EQ(SWP_DDP_EC_U_INV_MO, 0x04);
+    ASSERT_EQ(SWP_DDP_EC_U_TOO_LONG, 0x05);
+    ASSERT_EQ(SWP_DDP_EC_U_INV_DDP_VER, 0x06);
+    /* MPA (LLP) errors, error type 0: RFC 5044 1-5, RFC 6581 6-7 */
+    ASSERT_EQ(SWP_LLP_EC_TCP_LOST, 0x01);
+    ASSERT_EQ(SWP_LLP_EC_CRC, 0x02);
+    ASSERT_EQ(SWP_LLP_EC_MARKER, 0x03);
+    ASSERT_EQ(SWP_LLP_EC_BAD_RR, 0x04);
+    ASSERT_EQ(SWP_LLP_EC_LOCAL_CATA, 0x05);
+    ASSERT_EQ(SWP_LLP_EC_INSUFF_IRD, 0x06);
+    ASSERT_EQ(SWP_LLP_EC_NO_MATCHING_RTR, 0x07);
+    /* Terminate control: header-copied bits M, D, R from the top */
+    ASSERT_EQ(SWP_TERM_FLAG_M, 0x80);
+    ASSERT_EQ(SWP_TERM_FLAG_D, 0x40);
+    ASSERT_EQ(SWP_TERM_FLAG_R, 0x20);
+}
+
+/* Each atomic violation's Terminate as its first two octets on the wire
+ * (layer << 4 | error type, then the code): the same number as the word
+ * test_atomic_errors.c expects, so that test pins the wire too. */
+TEST(terminate_wire_octets)
+{
+    static const struct { uint32_t term; uint8_t b0, b1; } t[] = {
+        { SWP_TERM(SWP_TERM_LAYER_RDMAP, SWP_RDMAP_ET_REMOTE_PROT, SWP_RDMAP_EC_INV_STAG), 0x01, 0x00 },
+        { SWP_TERM(SWP_TERM_LAYER_RDMAP, SWP_RDMAP_ET_REMOTE_PROT, SWP_RDMAP_EC_BASE_BOUNDS), 0x01, 0x01 },
+        { SWP_TERM(SWP_TERM_LAYER_RDMAP, SWP_RDMAP_ET_REMOTE_PROT, SWP_RDMAP_EC_ACCESS), 0x01, 0x02 },
+        { SWP_TERM(SWP_TERM_LAYER_RDMAP, SWP_RDMAP_ET_REMOTE_PROT, SWP_RDMAP_EC_STAG_STREAM), 0x01, 0x03 },
+        { SWP_TERM(SWP_TERM_LAYER_RDMAP, SWP_RDMAP_ET_REMOTE_PROT, SWP_RDMAP_EC_TO_WRAP), 0x01, 0x04 },
+        { SWP_TERM(SWP_TERM_LAYER_RDMAP, SWP_RDMAP_ET_REMOTE_OP, SWP_RDMAP_EC_UNEXP_OPCODE), 0x02, 0x06 },
+        { SWP_TERM(SWP_TERM_LAYER_RDMAP, SWP_RDMAP_ET_REMOTE_OP, SWP_RDMAP_EC_CATA_STREAM), 0x02, 0x07 },
+        { SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_UNTAGGED, SWP_DDP_EC_U_INV_QN), 0x12, 0x01 },
+        { SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_UNTAGGED, SWP_DDP_EC_U_NO_BUF), 0x12, 0x02 },
+        { SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_UNTAGGED, SWP_DDP_EC_U_MSN_RANGE), 0x12, 0x03 },
+        { SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_UNTAGGED, SWP_DDP_EC_U_TOO_LONG), 0x12, 0x05 },
+        { SWP_TERM(SWP_TERM_LAYER_LLP, 0, SWP_LLP_EC_CRC), 0x20, 0x02 },
+    };
+    uint8_t h[SWP_TERM_MAX_LEN];
+    uint32_t got;
+
+    for (unsigned i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        ASSERT_EQ(swp_rdmap_build_term(h, 1, t[i].term, NULL, 0), SWP_HDR_TERMINATE);
+        ASSERT_EQ(h[SWP_HDR_UNTAGGED], t[i].b0);
+        ASSERT_EQ(h[SWP_HDR_UNTAGGED + 1], t[i].b1);
+        ASSERT_EQ(t[i].term, (uint32_t)(t[i].b0 << 8 | t[i].b1));
+        ASSERT_OK(swp_rdmap_parse_term(h, SWP_HDR_TERMINATE, &got));
+        ASSERT_EQ(got, t[i].term);
+    }
+}
+
+/* RFC 7306's code points as literals.  Checked against Wireshark's
+ * RFC 7306 dissector (opcodes 0xa / 0xb, FetchAdd 0, CmpSwap 2, the
+ * request and response field order and sizes) and against the IANA RDDP
+ * registries; Immediate Data's opcodes 8 / 9 and queue 3 for the Atomic
+ * Response (the Request shares queue 1 with Read Requests) as another
+ * RFC 7306 implementation (urdma) has them. */
+TEST(rfc7306_code_points)
+{
+    ASSERT_EQ(SWP_OP_IMM, 0x8);
+    ASSERT_EQ(SWP_OP_IMM_SE, 0x9);
+    ASSERT_EQ(SWP_OP_ATOMIC_REQ, 0xa);
+    ASSERT_EQ(SWP_OP_ATOMIC_RESP, 0xb);
+    ASSERT_EQ(SWP_QN_SEND, 0);
+    ASSERT_EQ(SWP_QN_READ_REQ, 1);
+    ASSERT_EQ(SWP_QN_TERMINATE, 2);
+    ASSERT_EQ(SWP_QN_ATOMIC_RESP, 3);
+    ASSERT_EQ(swp_opinfo[SWP_OP_IMM].qn, 0);
+    ASSERT_EQ(swp_opinfo[SWP_OP_ATOMIC_REQ].qn, 1);
+    ASSERT_EQ(swp_opinfo[SWP_OP_ATOMIC_RESP].qn, 3);
+    ASSERT_EQ(SWP_ATOMIC_FETCH_ADD, 0x0);
+    ASSERT_EQ(SWP_ATOMIC_CMP_SWAP, 0x2);
+    ASSERT_EQ(SWP_ATOMIC_OP_MASK, 0xf);        /* 28 reserved bits, 4-bit code */
+    ASSERT_EQ(sizeof(struct swp_rdmap_atomic_req), 52);
+    ASSERT_EQ(sizeof(struct swp_rdmap_atomic_resp), 12);
+    ASSERT_EQ(sizeof(struct swp_rdmap_imm), 8);
+    /* the control octet of each, RV 1 in the top two bits */
+    ASSERT_EQ(swp_ctrl_rdmap(SWP_OP_IMM), 0x48);
+    ASSERT_EQ(swp_ctrl_rdmap(SWP_OP_IMM_SE), 0x49);
+    ASSERT_EQ(swp_ctrl_rdmap(SWP_OP_ATOMIC_REQ), 0x4a);
+    ASSERT_EQ(swp_ctrl_rdmap(SWP_OP_ATOMIC_RESP), 0x4b);
+}
+
 /* RFC 5044 4.2: ULPDU_Length + ULPDU + PAD is a multiple of 4 */
 TEST(mpa_pad)
 {
