@@ -74,6 +74,7 @@ int swp_cq_push(struct siwarp_cq *cq, const struct siwarp_wc *wc)
     }
     cq->ring[(cq->head + cq->count) & (cq->size - 1)] = *wc;
     cq->count++;
+    cq->ctx->cq_pushes++;
     return 0;
 }
 
@@ -119,6 +120,7 @@ int siwarp_poll_cq(struct siwarp_cq *cq, int n, struct siwarp_wc *wc)
         return -EINVAL;
     if (cq->ctx->hw) return swp_hw_poll_cq(cq, n, wc);
     swp_lock(cq->ctx);
+    swp_app_progress(cq->ctx);
     got = swp_cq_drain(cq, n, wc);
     if (got < n) {
         int rc = swp_progress_locked(cq->ctx, 0);

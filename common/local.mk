@@ -24,6 +24,7 @@ common_libswpcore_la_SOURCES = \
 	common/mem.c \
 	common/cq.c \
 	common/progress.c \
+	common/progress_thread.c \
 	common/tcp_cc.c \
 	common/verbs.c \
 	common/iwarp_wire.h \

@@ -450,6 +450,7 @@ static int swp_progress_once(struct siwarp_ctx *ctx, bool direct_ok)
         return -EINVAL;
     if (ctx->hw) return swp_hw_progress(ctx, 0);
     swp_lock(ctx);
+    swp_app_progress(ctx);
     rc = swp_progress_pass(ctx, 0, direct_ok);
     swp_unlock(ctx);
     return rc;
@@ -473,6 +474,7 @@ int siwarp_wait(struct siwarp_ctx *ctx, int timeout_ms)
         return -EINVAL;
     if (ctx->hw) return swp_hw_progress(ctx, timeout_ms);
     swp_lock(ctx);
+    swp_app_progress(ctx);
     rc = swp_progress_locked(ctx, timeout_ms);
     swp_unlock(ctx);
     return rc;

@@ -746,7 +746,21 @@ struct siwarp_ctx {
     int rx_stall_ms;                     /* siwarp_ctx_set_rx_stall; <0: off */
     uint64_t idle_sleeps;                /* times it slept (tests, tuning) */
     char tcp_cc[SWP_TCP_CC_MAX];         /* tcp_cc.c: congestion controls to ask for */
+    uint64_t cq_pushes;                  /* completions queued, ever (progress_thread.c) */
+    struct swp_pthread *pt;              /* siwarp_ctx_start_progress_thread, or NULL */
 };
+
+/* progress_thread.c: the application's own progress calls note the time,
+ * so that a progress thread stays out of its way (one branch when no
+ * thread runs). */
+void swp_pt_app_seen(struct siwarp_ctx *ctx);
+static inline void swp_app_progress(struct siwarp_ctx *ctx)
+{
+    if (ctx->pt)
+        swp_pt_app_seen(ctx);
+}
+bool swp_pt_is_self(const struct siwarp_ctx *ctx);
+void swp_pt_stop(struct siwarp_ctx *ctx);
 
 /* Reads we owe the peer (RFC 5040 6.5: what the IRD bounds): a Read stays
  * outstanding until its last response byte is written to the socket, not

@@ -16,9 +16,15 @@ static void swp_kick_drain(struct swp_pollable *p, uint32_t events)
 {
     struct siwarp_ctx *ctx = swp_container_of(p, struct siwarp_ctx, kick);
     uint64_t v;
-    ssize_t rc = read(p->fd, &v, sizeof(v));
-    (void)rc;
+    ssize_t rc;
+
     (void)events;
+    /* A progress thread leaves the kick to the application that may sleep
+     * on the exported fd: it is the application's news (progress_thread.c) */
+    if (ctx->pt && ctx->fd_exported && swp_pt_is_self(ctx))
+        return;
+    rc = read(p->fd, &v, sizeof(v));
+    (void)rc;
     ctx->kicked = false;
 }
 
@@ -75,7 +81,7 @@ int siwarp_ctx_set_single_thread(struct siwarp_ctx *ctx, bool on)
         return -EINVAL;
     /* the real lock either way: a thread of the old mode may be inside */
     pthread_mutex_lock(&ctx->lock);
-    if (ctx->sleepers)
+    if (ctx->sleepers || (on && ctx->pt))
         rc = -EBUSY;            /* it would wake up to a context nobody locks */
     else if (!on && ctx->recv_handlers)
         rc = -EBUSY;            /* siwarp_cq_set_recv_handler needs it on */
@@ -90,6 +96,7 @@ void siwarp_ctx_destroy(struct siwarp_ctx *ctx)
     if (!ctx)
         return;
     if (ctx->hw) { swp_hw_ctx_destroy(ctx); return; }
+    swp_pt_stop(ctx);
     swp_mem_fini(ctx);
     free(ctx->rx_stage);
     free(ctx->rx_spill);

@@ -62,7 +62,8 @@ int  siwarp_ctx_fd(struct siwarp_ctx *ctx);
  * SERIALIZED, and the library stops taking its lock.  Calls may still
  * come from different threads in turn.  off (the default) makes every
  * call thread-safe again.  Set it while no other thread uses the context:
- * -EBUSY if one sleeps in siwarp_wait / siwarp_cq_wait, or (off) while a
+ * -EBUSY if one sleeps in siwarp_wait / siwarp_cq_wait or a progress thread
+ * runs, or (off) while a
  * CQ has a receive handler; 0, or -EINVAL. */
 int  siwarp_ctx_set_single_thread(struct siwarp_ctx *ctx, bool on);
 /* Spin, then sleep, while a transfer waits on the kernel.  Once spin_us of
@@ -84,6 +85,35 @@ int  siwarp_ctx_set_idle_wait(struct siwarp_ctx *ctx, uint32_t spin_us, uint32_t
  * pause.  0: the default, 300000; <0: off; at most 3600000.  0, -EINVAL,
  * or -EOPNOTSUPP on a verbs device (the RNIC's own timers rule there). */
 int  siwarp_ctx_set_rx_stall(struct siwarp_ctx *ctx, int ms);
+/* A progress thread for one-sided peers (software backend).  iWARP's
+ * responder work -- placing RDMA Writes, answering RDMA Reads, executing
+ * RFC 7306 atomics -- happens in progress; a process that computes without
+ * calling the library leaves its peers' Reads, flushes and atomics waiting.
+ * This thread serves the context while the application does not: it stays
+ * asleep while the application's own siwarp_progress / siwarp_poll_cq /
+ * siwarp_wait calls came within away_us (0: 200), so a busy-polling
+ * application pays only the context lock and a wake-up of the thread every
+ * away_us, and otherwise sleeps in epoll until a socket has work; after
+ * serving something it keeps polling for 50 us, for the next operation of
+ * a burst (a wake-up from epoll costs more on a busy core), so a stream of
+ * one-sided operations shares the application's core with it.
+ * Completions it produces wait in their CQs; if siwarp_ctx_fd was handed
+ * out, the thread also makes that fd readable for them and never drains it
+ * itself.  The context must not be single-thread (-EINVAL), and stays so
+ * while the thread runs.  0; -EINVAL; -EALREADY (one runs); -EOPNOTSUPP on
+ * a verbs device (the device serves its peers itself); or the negative
+ * errno of pthread_create.  siwarp_ctx_destroy stops it. */
+int  siwarp_ctx_start_progress_thread(struct siwarp_ctx *ctx, uint32_t away_us);
+/* Stop and join the thread.  0, or -EINVAL (none runs). */
+int  siwarp_ctx_stop_progress_thread(struct siwarp_ctx *ctx);
+struct siwarp_progress_thread_stats {
+    uint64_t passes;        /* progress passes the thread made */
+    uint64_t served;        /* events those passes handled */
+    uint64_t yields;        /* times it let the application's own calls be */
+};
+/* What the thread did so far (tests, tuning).  0, or -EINVAL (none runs). */
+int  siwarp_ctx_progress_thread_stats(struct siwarp_ctx *ctx,
+                                      struct siwarp_progress_thread_stats *st);
 /* TCP congestion control for the context's connections from now on: a
  * comma-separated list ("reno,cubic"), tried in order on each socket; the
  * first the kernel takes wins, and if it takes none (a name it lacks, or

@@ -1,0 +1,257 @@
+/*
+ * progress_thread.c - a thread that progresses a context while the
+ * application does not (siwarp_ctx_start_progress_thread).
+ *
+ * Software iWARP does the responder's work in progress: an RDMA Write is
+ * placed, a Read answered, an RFC 7306 atomic executed only when somebody
+ * reads the socket.  A one-sided peer (MPI passive target, an OpenSHMEM
+ * get, a UCX flush) of a process that computes waits for its next call.
+ *
+ * A thread that simply sleeps in epoll beside a busy-polling application
+ * wakes on every segment and fights it for the lock and, on a host with as
+ * many busy ranks as cores, for the core: measured with Open MPI's
+ * passive-target put, 35 us idle with such a thread against 12 us without.
+ * So this one watches the application instead.  Each progress call of the
+ * application notes the time (swp_app_progress); while the last one is
+ * younger than away_ns the thread sleeps the rest of that interval, not
+ * in epoll, and the application's busy poll may park its sockets as
+ * without a thread.  Once the application has been away that long, the
+ * thread sleeps in epoll and serves whatever arrives, then polls for
+ * SWP_PT_SPIN_NS more: an origin's next operation comes one round trip
+ * later, and waking from epoll onto a core the application keeps busy
+ * cost 20-40 us here (Open MPI passive-target put with the target
+ * computing, 2 ranks on 2 cores: 40-60 us sleeping after each, 20-22 us
+ * with the spin, 13-15 us with the target idle in MPI).
+ *
+ * Exported fd (siwarp_ctx_fd): an application may sleep on it (UCX's
+ * ucp_worker_wait).  Whatever the thread takes off a socket no longer
+ * makes that fd readable, so when its pass queued completions the thread
+ * kicks the context's eventfd, and leaves the kick for the application's
+ * own progress to drain (verbs.c swp_kick_drain).  While a kick waits the
+ * thread cannot sleep in the set (the kick keeps it ready), so it polls
+ * it every SWP_PT_POLL_NS until the application has drained it.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "swp.h"
+
+#define SWP_PT_AWAY_DEFAULT_US 200
+#define SWP_PT_WAIT_MS         100          /* a sleep in epoll, then look at stop */
+#define SWP_PT_POLL_NS         50000ull     /* a kick waits for the application */
+#define SWP_PT_BACKOFF_MAX_NS  1000000ull   /* a set that reports work nobody can do */
+#define SWP_PT_SLICE_NS        100000ull
+#define SWP_PT_SPIN_NS         50000ull     /* after work: the next op of a burst */
+
+struct swp_pthread {
+    pthread_t tid;
+    bool stop;
+    uint64_t away_ns;
+    uint64_t app_seen_ns;                   /* the application's last progress call */
+    uint64_t backoff_ns;
+    uint64_t last_work_ns;                  /* the last pass that moved octets */
+    struct siwarp_progress_thread_stats st;
+};
+
+void swp_pt_app_seen(struct siwarp_ctx *ctx)
+{
+    ctx->pt->app_seen_ns = swp_now_ns();
+}
+
+bool swp_pt_is_self(const struct siwarp_ctx *ctx)
+{
+    return ctx->pt && pthread_equal(pthread_self(), ctx->pt->tid);
+}
+
+static inline void swp_pt_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static void swp_pt_sleep(struct siwarp_ctx *ctx, uint64_t ns)
+{
+    struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000ull),
+                           .tv_nsec = (long)(ns % 1000000000ull) };
+
+    swp_unlock(ctx);
+    (void)nanosleep(&ts, NULL);
+    swp_lock(ctx);
+}
+
+/* Octets that moved on any connection: a pass that reports events but
+ * moves nothing (a socket ready with nothing this thread may do about it)
+ * must not turn the thread into a spinner. */
+static uint64_t swp_pt_moved(const struct siwarp_ctx *ctx)
+{
+    uint64_t sum = ctx->cq_pushes;
+
+    for (const struct swp_list *l = ctx->qps.next; l != &ctx->qps; l = l->next) {
+        const struct siwarp_qp *qp = swp_container_of(l, struct siwarp_qp, link);
+        sum += qp->rx.stream_off + qp->tx.written;
+    }
+    return sum;
+}
+
+/* Linux's EEVDF scheduler (6.6+) lets a woken task preempt the one on
+ * its core sooner the shorter its requested slice (PREEMPT_SHORT, 6.12+):
+ * a bound MPI rank computing on the thread's only core otherwise keeps it
+ * waiting.  SCHED_OTHER with a 100 us slice needs no privilege; older
+ * kernels ignore or refuse it (then nothing changes). */
+struct swp_sched_attr {
+    uint32_t size, policy;
+    uint64_t flags;
+    int32_t nice;
+    uint32_t priority;
+    uint64_t runtime, deadline, period;
+};
+
+static void swp_pt_short_slice(void)
+{
+#ifdef SYS_sched_setattr
+    struct swp_sched_attr a = { .size = sizeof(a), .policy = SCHED_OTHER,
+                                .runtime = SWP_PT_SLICE_NS };
+
+    (void)syscall(SYS_sched_setattr, 0, &a, 0);
+#endif
+}
+
+static void *swp_pt_main(void *arg)
+{
+    struct siwarp_ctx *ctx = arg;
+    struct swp_pthread *pt = ctx->pt;
+
+    /* the default 50 us slack would stretch every short sleep below */
+    (void)prctl(PR_SET_TIMERSLACK, 1000ul);
+    swp_pt_short_slice();
+    swp_lock(ctx);
+    while (!pt->stop) {
+        uint64_t now = swp_now_ns(), since = now - pt->app_seen_ns;
+        uint64_t pushes = ctx->cq_pushes, moved = swp_pt_moved(ctx);
+        bool polling = ctx->fd_exported && ctx->kicked, spinning;
+        int rc;
+
+        if (since < pt->away_ns) {
+            pt->st.yields++;
+            swp_pt_sleep(ctx, pt->away_ns - since);
+            continue;
+        }
+        /* Right after it served something the thread spins a little: an
+         * origin's next put, get or atomic comes one round trip later, and
+         * a wake-up from epoll costs more than that on a busy core (20 us
+         * a hop in a VM here: contrib/wait-pingpong.c). */
+        spinning = now - pt->last_work_ns < SWP_PT_SPIN_NS;
+        rc = polling || spinning ? swp_progress_all_locked(ctx)
+                                 : swp_progress_locked(ctx, SWP_PT_WAIT_MS);
+        pt->st.passes++;
+        if (rc > 0)
+            pt->st.served += (uint64_t)rc;
+        if (ctx->cq_pushes != pushes && ctx->fd_exported)
+            swp_ctx_kick(ctx);
+        if (swp_pt_moved(ctx) != moved)
+            pt->last_work_ns = swp_now_ns();
+        if (polling && now - pt->last_work_ns >= SWP_PT_SPIN_NS) {
+            swp_pt_sleep(ctx, SWP_PT_POLL_NS);
+        } else if (spinning || polling) {
+            /* let a caller of the application in between passes */
+            swp_unlock(ctx);
+            swp_pt_relax();
+            swp_lock(ctx);
+        } else if (rc != 0 && swp_pt_moved(ctx) == moved) {
+            /* an error, or events that moved nothing: back off, up to 1 ms */
+            pt->backoff_ns = pt->backoff_ns ? pt->backoff_ns * 2 : 10000;
+            if (pt->backoff_ns > SWP_PT_BACKOFF_MAX_NS)
+                pt->backoff_ns = SWP_PT_BACKOFF_MAX_NS;
+            swp_pt_sleep(ctx, pt->backoff_ns);
+        } else {
+            pt->backoff_ns = 0;
+        }
+    }
+    swp_unlock(ctx);
+    return NULL;
+}
+
+int siwarp_ctx_start_progress_thread(struct siwarp_ctx *ctx, uint32_t away_us)
+{
+    struct swp_pthread *pt;
+    int rc;
+
+    if (!ctx)
+        return -EINVAL;
+    if (ctx->hw)
+        return -EOPNOTSUPP;
+    pt = calloc(1, sizeof(*pt));
+    if (!pt)
+        return -ENOMEM;
+    pt->away_ns = (uint64_t)(away_us ? away_us : SWP_PT_AWAY_DEFAULT_US) * 1000;
+    pt->app_seen_ns = swp_now_ns();
+    pthread_mutex_lock(&ctx->lock);
+    if (ctx->single_thread) {
+        rc = -EINVAL;
+    } else if (ctx->pt) {
+        rc = -EALREADY;
+    } else {
+        ctx->pt = pt;
+        rc = -pthread_create(&pt->tid, NULL, swp_pt_main, ctx);
+        if (rc)
+            ctx->pt = NULL;
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    if (rc)
+        free(pt);
+    return rc;
+}
+
+void swp_pt_stop(struct siwarp_ctx *ctx)
+{
+    struct swp_pthread *pt;
+
+    pthread_mutex_lock(&ctx->lock);
+    pt = ctx->pt;
+    if (pt)
+        pt->stop = true;
+    pthread_mutex_unlock(&ctx->lock);
+    if (!pt)
+        return;
+    /* it notices within SWP_PT_WAIT_MS; the kick ends a sleep in epoll now */
+    swp_lock(ctx);
+    swp_ctx_kick(ctx);
+    swp_unlock(ctx);
+    pthread_join(pt->tid, NULL);
+    pthread_mutex_lock(&ctx->lock);
+    ctx->pt = NULL;
+    pthread_mutex_unlock(&ctx->lock);
+    free(pt);
+}
+
+int siwarp_ctx_stop_progress_thread(struct siwarp_ctx *ctx)
+{
+    if (!ctx || ctx->hw || !ctx->pt)
+        return -EINVAL;
+    swp_pt_stop(ctx);
+    return 0;
+}
+
+int siwarp_ctx_progress_thread_stats(struct siwarp_ctx *ctx,
+                                     struct siwarp_progress_thread_stats *st)
+{
+    int rc = 0;
+
+    if (!ctx || !st || ctx->hw)
+        return -EINVAL;
+    swp_lock(ctx);
+    if (ctx->pt)
+        *st = ctx->pt->st;
+    else
+        rc = -EINVAL;
+    swp_unlock(ctx);
+    return rc;
+}
