@@ -354,9 +354,7 @@ typedef struct mca_btl_siwarp_module_t {
     int inplace;                    /* software backend: Sends gather the
                                        user's buffer (SIWARP_SEND_UNREGISTERED) */
 
-    pthread_t thread;
-    volatile int thread_stop;
-    int thread_running;
+    int thread_running;             /* libsiwarp's progress thread serves m->ctx */
     int finalizing;
 } mca_btl_siwarp_module_t;
 

@@ -365,18 +365,6 @@ static void siwarp_dump(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *ep,
 
 /* ---- finalize ------------------------------------------------------------------- */
 
-static void *progress_thread_main(void *arg)
-{
-    mca_btl_siwarp_module_t *m = arg;
-
-    /* serve incoming RDMA Reads and placements while the application
-     * computes; BTL-level completions stay with btl_progress */
-    while (!m->thread_stop) {
-        siwarp_wait(m->ctx, 100);
-    }
-    return NULL;
-}
-
 static int siwarp_finalize(mca_btl_base_module_t *btl)
 {
     mca_btl_siwarp_module_t *m = (mca_btl_siwarp_module_t *) btl;
@@ -384,8 +372,7 @@ static int siwarp_finalize(mca_btl_base_module_t *btl)
 
     m->finalizing = 1;
     if (m->thread_running) {
-        m->thread_stop = 1;
-        pthread_join(m->thread, NULL);
+        (void) siwarp_ctx_stop_progress_thread(m->ctx);
         m->thread_running = 0;
     }
     OPAL_THREAD_LOCK(&m->lock);
@@ -436,10 +423,20 @@ static int siwarp_finalize(mca_btl_base_module_t *btl)
     return OPAL_SUCCESS;
 }
 
+/* libsiwarp's progress thread serves incoming RDMA Reads, placements and
+ * RFC 7306 atomics while the application computes, and stays asleep while
+ * MPI progresses the context itself; BTL-level completions stay with
+ * btl_progress. */
 int mca_btl_siwarp_module_start_thread(mca_btl_siwarp_module_t *m)
 {
-    m->thread_stop = 0;
-    if (0 != pthread_create(&m->thread, NULL, progress_thread_main, m)) {
+    int rc = siwarp_ctx_start_progress_thread(m->ctx, 0);
+
+    if (-EOPNOTSUPP == rc) {
+        BTL_VERBOSE(("no progress thread: an RNIC answers its peers itself"));
+        return OPAL_SUCCESS;
+    }
+    if (0 != rc) {
+        BTL_VERBOSE(("siwarp_ctx_start_progress_thread: %s", strerror(-rc)));
         return OPAL_ERROR;
     }
     m->thread_running = 1;
