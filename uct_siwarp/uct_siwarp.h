@@ -64,8 +64,14 @@ typedef struct uct_siwarp_dev_addr {
 typedef struct uct_siwarp_iface_addr {
     uint16_t port;                  /* network order */
     uint16_t rx_depth;
+    uint8_t  flags;                 /* UCT_SIWARP_IFACE_F_* */
     uint8_t  secret[UCT_SIWARP_SECRET_LEN];   /* the key of its connections */
 } UCS_S_PACKED uct_siwarp_iface_addr_t;
+
+/* The iface runs libsiwarp's software stack: its listener understands the
+ * reserved MPA bits that offer large FPDUs and RFC 7306 (an RNIC's may
+ * refuse them, so an initiator offers them only to such a peer). */
+#define UCT_SIWARP_IFACE_F_SOFT 0x01
 
 typedef struct uct_siwarp_md_config {
     uct_md_config_t super;
@@ -75,6 +81,7 @@ typedef struct uct_siwarp_md {
     uct_md_t          super;
     struct siwarp_ctx *ctx;
     struct siwarp_pd  *pd;
+    unsigned          pt_users;     /* ifaces that asked for the progress thread */
 } uct_siwarp_md_t;
 
 typedef struct uct_siwarp_iface_config {
@@ -85,6 +92,7 @@ typedef struct uct_siwarp_iface_config {
     unsigned           max_iov;
     int                atomics;
     double             llp_timeout;
+    int                progress_thread;
 } uct_siwarp_iface_config_t;
 
 /* Kinds of signaled work request, named by the op in its wr_id. */
@@ -93,7 +101,15 @@ enum {
     UCT_SIWARP_OP_FLUSH,     /* the Read that proves remote placement */
     UCT_SIWARP_OP_AMO,       /* fetching atomic: result to store */
     UCT_SIWARP_OP_AMO_POST,  /* non-fetching atomic */
+    UCT_SIWARP_OP_GET_BCOPY, /* Read into a bounce buffer, then unpacked */
 };
+
+/* get_bcopy reads into registered bounce buffers of the iface: UCP puts
+ * its small gets (the "rma" lane) only on a transport that has get_bcopy,
+ * and otherwise emulates them with active messages that the target's UCP
+ * must progress, which an RDMA Read does not need. */
+#define UCT_SIWARP_GET_BCOPY_MAX   4096
+#define UCT_SIWARP_BOUNCE_COUNT    32
 
 typedef struct uct_siwarp_ep uct_siwarp_ep_t;
 
@@ -106,6 +122,10 @@ typedef struct uct_siwarp_op {
     unsigned             shift;        /* AMO: 0, or 32 for the high half */
     int                  is32;
     uint64_t             *slot;        /* AMO / FLUSH: registered 8 octets */
+    void                 *bounce;      /* GET_BCOPY: registered buffer */
+    uct_unpack_callback_t unpack_cb;   /* GET_BCOPY: the caller's unpacker */
+    void                 *unpack_arg;
+    size_t               length;
     struct {                           /* XOR as read, then CmpSwap until it held */
         int      active;
         int      counted;              /* in its ep's xor_inflight */
@@ -131,6 +151,10 @@ typedef struct uct_siwarp_iface {
     int                    is_loopback;
     uint64_t               *words;       /* the flush word, then AMO slots */
     struct siwarp_mr       *words_mr;
+    void                   *bounce;      /* UCT_SIWARP_BOUNCE_COUNT get_bcopy buffers */
+    struct siwarp_mr       *bounce_mr;
+    void                   **free_bounce;
+    unsigned               free_bounce_count;
     unsigned               num_slots;
     uint64_t               **free_slots;
     unsigned               free_slot_count;
@@ -149,6 +173,7 @@ typedef struct uct_siwarp_iface {
         int      atomics;
         int      llp_timeout_ms;
     } config;
+    int                    pt_user;   /* counted in md->pt_users */
 } uct_siwarp_iface_t;
 
 enum { UCT_SIWARP_EP_CONNECTING, UCT_SIWARP_EP_CONNECTED, UCT_SIWARP_EP_FAILED };
@@ -206,7 +231,9 @@ unsigned uct_siwarp_accept_progress(uct_siwarp_iface_t *iface);
 void uct_siwarp_rx_conn_destroy(uct_siwarp_rx_conn_t *rx);
 void uct_siwarp_rx_reap(uct_siwarp_iface_t *iface);
 unsigned uct_siwarp_rx_handle(uct_siwarp_rx_conn_t *rx, const struct siwarp_wc *wc);
-void uct_siwarp_conn_param(uct_siwarp_iface_t *iface, struct siwarp_conn_param *p);
+/* peer_flags: UCT_SIWARP_IFACE_F_* of the peer (an initiator), SOFT for a listener */
+void uct_siwarp_conn_param(uct_siwarp_iface_t *iface, struct siwarp_conn_param *p,
+                           unsigned peer_flags);
 int  uct_siwarp_ep_check_connected(uct_siwarp_ep_t *ep);
 
 /* auth */
@@ -244,6 +271,9 @@ ssize_t uct_siwarp_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb, voi
 ucs_status_t uct_siwarp_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
                                      uint64_t remote_addr, uct_rkey_t rkey,
                                      uct_completion_t *comp);
+ucs_status_t uct_siwarp_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t unpack_cb,
+                                     void *arg, size_t length, uint64_t remote_addr,
+                                     uct_rkey_t rkey, uct_completion_t *comp);
 ucs_status_t uct_siwarp_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
                                      uint64_t remote_addr, uct_rkey_t rkey,
                                      uct_completion_t *comp);

@@ -17,13 +17,23 @@
 #include <errno.h>
 #include <string.h>
 
-void uct_siwarp_conn_param(uct_siwarp_iface_t *iface, struct siwarp_conn_param *p)
+/* peer_flags: the peer iface address's UCT_SIWARP_IFACE_F_* (initiator),
+ * or UCT_SIWARP_IFACE_F_SOFT for a listener, which answers only what a
+ * request asks. */
+void uct_siwarp_conn_param(uct_siwarp_iface_t *iface, struct siwarp_conn_param *p,
+                           unsigned peer_flags)
 {
+    int soft = !!(peer_flags & UCT_SIWARP_IFACE_F_SOFT);
+
     siwarp_conn_param_default(p);
     p->llp_timeout_ms = iface->config.llp_timeout_ms;
-    /* RFC 7306 is offered only toward a siwarp peer; a uct_siwarp listener
-     * is one (the private data's magic is checked too). */
-    p->rfc7306 = iface->config.atomics ? 1 : -1;
+    /* Between two software stacks, FPDUs of 64 KiB instead of the MSS: one
+     * header, CRC and read per 64 KiB on the veth pair (MSS 1448), as the
+     * BTL does (btl_siwarp_big_fpdu). */
+    p->big_fpdu = soft ? 65535 : 0;
+    /* RFC 7306 likewise only toward a software peer (the private data's
+     * magic is checked too) */
+    p->rfc7306 = (iface->config.atomics && soft) ? 1 : -1;
 }
 
 ucs_status_t uct_siwarp_listen(uct_siwarp_iface_t *iface)
@@ -33,7 +43,7 @@ ucs_status_t uct_siwarp_listen(uct_siwarp_iface_t *iface)
     struct sockaddr_in sin = iface->addr;
     int rc;
 
-    uct_siwarp_conn_param(iface, &p);
+    uct_siwarp_conn_param(iface, &p, UCT_SIWARP_IFACE_F_SOFT);
     sin.sin_port = 0;
     rc = siwarp_listen(iface->md->ctx, (struct sockaddr*)&sin, sizeof(sin), &p,
                        &iface->listener);
@@ -248,7 +258,7 @@ static void uct_siwarp_accept_one(uct_siwarp_iface_t *iface, struct siwarp_conn_
             goto err;
         }
     }
-    uct_siwarp_conn_param(iface, &p);
+    uct_siwarp_conn_param(iface, &p, UCT_SIWARP_IFACE_F_SOFT);
     p.private_data     = &rep;
     p.private_data_len = sizeof(rep);
     rc = siwarp_accept(req, rx->qp, &p);

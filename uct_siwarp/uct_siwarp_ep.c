@@ -141,6 +141,8 @@ void uct_siwarp_ep_tx_done(uct_siwarp_iface_t *iface, const struct siwarp_wc *wc
         if (status == UCS_OK) {
             uct_siwarp_amo_done(op);
         }
+    } else if ((op->kind == UCT_SIWARP_OP_GET_BCOPY) && (status == UCS_OK)) {
+        op->unpack_cb(op->unpack_arg, op->bounce, op->length);
     }
     if (op->comp != NULL) {
         uct_invoke_completion(op->comp, status);
@@ -417,6 +419,41 @@ ucs_status_t uct_siwarp_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_
                                     iov, iovcnt, remote_addr, rkey, comp);
 }
 
+ucs_status_t uct_siwarp_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t unpack_cb,
+                                     void *arg, size_t length, uint64_t remote_addr,
+                                     uct_rkey_t rkey, uct_completion_t *comp)
+{
+    uct_siwarp_ep_t *ep       = ucs_derived_of(tl_ep, uct_siwarp_ep_t);
+    uct_siwarp_iface_t *iface = ep_iface(ep);
+    struct siwarp_sge sge     = { .length = (uint32_t)length,
+                                  .lkey   = siwarp_mr_stag(iface->bounce_mr) };
+    struct siwarp_send_wr wr  = { .sg_list = &sge, .num_sge = 1, .opcode = SIWARP_WR_READ };
+    uct_siwarp_op_t *op;
+    ucs_status_t status;
+
+    UCT_CHECK_LENGTH(length, 0, UCT_SIWARP_GET_BCOPY_MAX, "get_bcopy");
+    if (length == 0) {
+        unpack_cb(arg, NULL, 0);
+        return UCS_OK;
+    }
+    op = uct_siwarp_op_get(iface, ep, UCT_SIWARP_OP_GET_BCOPY, comp);
+    if (op == NULL) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    op->unpack_cb       = unpack_cb;
+    op->unpack_arg      = arg;
+    op->length          = length;
+    sge.addr            = op->bounce;
+    wr.wr_id            = (uintptr_t)op;
+    wr.rdma.remote_addr = remote_addr;
+    wr.rdma.rkey        = (uint32_t)rkey;
+    status = uct_siwarp_ep_post(ep, &wr);
+    if (status != UCS_INPROGRESS) {
+        uct_siwarp_op_put(iface, op);
+    }
+    return status;
+}
+
 ucs_status_t uct_siwarp_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
                                      uint64_t remote_addr, uct_rkey_t rkey,
                                      uct_completion_t *comp)
@@ -580,7 +617,7 @@ static UCS_CLASS_INIT_FUNC(uct_siwarp_ep_t, const uct_ep_params_t *params)
         goto err_qp;
     }
     self->req = cpd;
-    uct_siwarp_conn_param(iface, &p);
+    uct_siwarp_conn_param(iface, &p, ia->flags);
     p.private_data     = &cpd;
     p.private_data_len = sizeof(cpd);
     memset(&sin, 0, sizeof(sin));

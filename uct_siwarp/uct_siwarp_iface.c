@@ -41,6 +41,12 @@ static ucs_config_field_t uct_siwarp_iface_config_table[] = {
      "Offer RFC 7306 atomics (a siwarp peer on the software backend executes them)",
      ucs_offsetof(uct_siwarp_iface_config_t, atomics), UCS_CONFIG_TYPE_BOOL},
 
+    {"PROGRESS_THREAD", "y",
+     "Run libsiwarp's progress thread, which places puts, answers gets and executes\n"
+     "atomics of remote peers while this process computes outside UCX (software\n"
+     "backend; it sleeps while the process itself progresses the worker)",
+     ucs_offsetof(uct_siwarp_iface_config_t, progress_thread), UCS_CONFIG_TYPE_BOOL},
+
     {"LLP_TIMEOUT", "30s",
      "A connected peer that stops answering fails its endpoint after this long\n"
      "(TCP keepalive and TCP_USER_TIMEOUT, siwarp_conn_param.llp_timeout_ms)",
@@ -64,7 +70,8 @@ uct_siwarp_op_t *uct_siwarp_op_get(uct_siwarp_iface_t *iface, uct_siwarp_ep_t *e
             return NULL;
         }
     }
-    op->slot = NULL;
+    op->slot   = NULL;
+    op->bounce = NULL;
     if ((kind == UCT_SIWARP_OP_AMO) || (kind == UCT_SIWARP_OP_AMO_POST) ||
         (kind == UCT_SIWARP_OP_FLUSH)) {
         if (iface->free_slot_count == 0) {
@@ -73,6 +80,13 @@ uct_siwarp_op_t *uct_siwarp_op_get(uct_siwarp_iface_t *iface, uct_siwarp_ep_t *e
             return NULL;
         }
         op->slot = iface->free_slots[--iface->free_slot_count];
+    } else if (kind == UCT_SIWARP_OP_GET_BCOPY) {
+        if (iface->free_bounce_count == 0) {
+            op->next = iface->free_ops;
+            iface->free_ops = op;
+            return NULL;
+        }
+        op->bounce = iface->free_bounce[--iface->free_bounce_count];
     }
     op->ep     = ep;
     op->kind   = kind;
@@ -89,6 +103,9 @@ void uct_siwarp_op_put(uct_siwarp_iface_t *iface, uct_siwarp_op_t *op)
 {
     if (op->slot != NULL) {
         iface->free_slots[iface->free_slot_count++] = op->slot;
+    }
+    if (op->bounce != NULL) {
+        iface->free_bounce[iface->free_bounce_count++] = op->bounce;
     }
     op->next        = iface->free_ops;
     iface->free_ops = op;
@@ -175,6 +192,8 @@ static ucs_status_t uct_siwarp_iface_get_address(uct_iface_h tl_iface, uct_iface
 
     ia->port     = iface->addr.sin_port;
     ia->rx_depth = (uint16_t)iface->config.rx_depth;
+    ia->flags    = strcmp(siwarp_ctx_backend(iface->md->ctx), "soft") ? 0 :
+                   UCT_SIWARP_IFACE_F_SOFT;
     memcpy(ia->secret, iface->secret, sizeof(ia->secret));
     return UCS_OK;
 }
@@ -215,7 +234,8 @@ static ucs_status_t uct_siwarp_iface_query(uct_iface_h tl_iface, uct_iface_attr_
     attr->cap.flags = UCT_IFACE_FLAG_CONNECT_TO_IFACE | UCT_IFACE_FLAG_AM_SHORT |
                       UCT_IFACE_FLAG_AM_BCOPY | UCT_IFACE_FLAG_AM_ZCOPY |
                       UCT_IFACE_FLAG_PUT_SHORT | UCT_IFACE_FLAG_PUT_BCOPY |
-                      UCT_IFACE_FLAG_PUT_ZCOPY | UCT_IFACE_FLAG_GET_ZCOPY |
+                      UCT_IFACE_FLAG_PUT_ZCOPY | UCT_IFACE_FLAG_GET_BCOPY |
+                      UCT_IFACE_FLAG_GET_ZCOPY |
                       UCT_IFACE_FLAG_PENDING | UCT_IFACE_FLAG_CB_SYNC |
                       UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE;
     attr->cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP | UCT_IFACE_FLAG_EVENT_RECV |
@@ -238,6 +258,7 @@ static ucs_status_t uct_siwarp_iface_query(uct_iface_h tl_iface, uct_iface_attr_
     attr->cap.put.align_mtu       = 1;
     attr->cap.put.max_iov         = iface->config.max_iov;
 
+    attr->cap.get.max_bcopy       = UCT_SIWARP_GET_BCOPY_MAX;
     attr->cap.get.min_zcopy       = 1;
     attr->cap.get.max_zcopy       = UCT_SIWARP_MAX_ZCOPY;
     attr->cap.get.opt_zcopy_align = 1;
@@ -393,6 +414,7 @@ static uct_iface_ops_t uct_siwarp_iface_ops = {
     .ep_put_short             = uct_siwarp_ep_put_short,
     .ep_put_bcopy             = uct_siwarp_ep_put_bcopy,
     .ep_put_zcopy             = uct_siwarp_ep_put_zcopy,
+    .ep_get_bcopy             = uct_siwarp_ep_get_bcopy,
     .ep_get_zcopy             = uct_siwarp_ep_get_zcopy,
     .ep_atomic_cswap64        = uct_siwarp_ep_atomic_cswap64,
     .ep_atomic_cswap32        = uct_siwarp_ep_atomic_cswap32,
@@ -444,6 +466,47 @@ static ucs_status_t uct_siwarp_iface_words_init(uct_siwarp_iface_t *self)
         self->free_slots[i] = &self->words[1 + i];
     }
     self->free_slot_count = self->num_slots;
+
+    self->bounce      = ucs_malloc(UCT_SIWARP_BOUNCE_COUNT * UCT_SIWARP_GET_BCOPY_MAX,
+                                   "siwarp bounce");
+    self->free_bounce = ucs_calloc(UCT_SIWARP_BOUNCE_COUNT, sizeof(void*), "siwarp bounce list");
+    if ((self->bounce == NULL) || (self->free_bounce == NULL)) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    rc = siwarp_reg_mr(self->md->pd, self->bounce,
+                       UCT_SIWARP_BOUNCE_COUNT * UCT_SIWARP_GET_BCOPY_MAX,
+                       SIWARP_ACCESS_LOCAL_WRITE, &self->bounce_mr);
+    if (rc < 0) {
+        ucs_error("siwarp: registering the get_bcopy buffers: %s", strerror(-rc));
+        return uct_siwarp_status(rc);
+    }
+    for (i = 0; i < UCT_SIWARP_BOUNCE_COUNT; i++) {
+        self->free_bounce[i] = (char*)self->bounce + i * UCT_SIWARP_GET_BCOPY_MAX;
+    }
+    self->free_bounce_count = UCT_SIWARP_BOUNCE_COUNT;
+    return UCS_OK;
+}
+
+/* Software iWARP does a responder's work in progress: without the thread a
+ * get, a flush or an atomic aimed at a process that computes waits for its
+ * next UCX call.  One thread per context (the md's), shared by its ifaces. */
+static ucs_status_t uct_siwarp_iface_thread_start(uct_siwarp_iface_t *self,
+                                                  const uct_siwarp_iface_config_t *config)
+{
+    int rc;
+
+    if (!config->progress_thread || strcmp(siwarp_ctx_backend(self->md->ctx), "soft")) {
+        return UCS_OK;          /* an RNIC answers its peers itself */
+    }
+    if (self->md->pt_users == 0) {
+        rc = siwarp_ctx_start_progress_thread(self->md->ctx, 0);
+        if (rc < 0) {
+            ucs_error("siwarp: UCX_SIWARP_PROGRESS_THREAD=y: no thread: %s", strerror(-rc));
+            return uct_siwarp_status(rc);
+        }
+    }
+    self->md->pt_users++;
+    self->pt_user = 1;
     return UCS_OK;
 }
 
@@ -536,6 +599,10 @@ static UCS_CLASS_INIT_FUNC(uct_siwarp_iface_t, uct_md_h tl_md, uct_worker_h work
         ucs_error("siwarp: getrandom for the iface's key: %s", strerror(-rc));
         return uct_siwarp_status(rc);
     }
+    status = uct_siwarp_iface_thread_start(self, config);
+    if (status != UCS_OK) {
+        return status;
+    }
     return uct_siwarp_listen(self);
 }
 
@@ -546,6 +613,9 @@ static UCS_CLASS_CLEANUP_FUNC(uct_siwarp_iface_t)
 
     uct_base_iface_progress_disable(&self->super.super,
                                     UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    if (self->pt_user && (--self->md->pt_users == 0)) {
+        (void)siwarp_ctx_stop_progress_thread(self->md->ctx);
+    }
     ucs_list_for_each_safe(rx, tmp, &self->rx_conns, list) {
         uct_siwarp_rx_conn_destroy(rx);
     }
@@ -554,6 +624,9 @@ static UCS_CLASS_CLEANUP_FUNC(uct_siwarp_iface_t)
     }
     if (self->words_mr != NULL) {
         siwarp_dereg_mr(self->words_mr);
+    }
+    if (self->bounce_mr != NULL) {
+        siwarp_dereg_mr(self->bounce_mr);
     }
     if (self->cq != NULL) {
         siwarp_destroy_cq(self->cq);
@@ -564,6 +637,8 @@ static UCS_CLASS_CLEANUP_FUNC(uct_siwarp_iface_t)
     }
     ucs_free(self->words);
     ucs_free(self->free_slots);
+    ucs_free(self->bounce);
+    ucs_free(self->free_bounce);
     ucs_free(self->tx_buf);
 }
 

@@ -103,7 +103,7 @@ fi
 blog=$OUT/build.log
 : >"$blog"
 bok=0
-for p in mpi_pingpong mpi_coll mpi_onesided mpi_rma; do
+for p in mpi_pingpong mpi_coll mpi_onesided mpi_rma mpi_passive; do
     mpicc -O2 -g -o "$OUT/$p" "$srcdir/test/mpi/$p.c" >>"$blog" 2>&1 || bok=1
 done
 result $bok "build the MPI test programs with mpicc" "$blog"
@@ -130,6 +130,24 @@ mpi_run "mpi_rma counter, cas, sync, dynamic (RDMA + RFC 7306 atomics)" 2 \
     "$OUT/mpi_rma" counter cas sync dynamic
 mpi_run "mpi_rma counter, cas, sync on MPI_Win_create windows" 4 \
     "$OUT/mpi_rma" create counter cas sync
+
+# True passive target: the target spins outside MPI while rank 0's atomics,
+# put, get and compare-and-swap (each flushed) must complete; only
+# libsiwarp's progress thread (UCX_SIWARP_PROGRESS_THREAD, on by default)
+# serves them.  The control without it must see nothing.
+passive_run() {
+    what=$1 expect=$2 pt=$3 d=$4
+    plog=$(log_name "mpi passive $pt")
+    # shellcheck disable=SC2086
+    timeout 300 mpirun -np 2 $UCXRUN -x UCX_SIWARP_PROGRESS_THREAD=$pt \
+        "$OUT/mpi_passive" -d "$d" >"$plog" 2>&1
+    rc=$?
+    [ $rc -eq 0 ] && grep -q "^passive: $expect\$" "$plog" && ! grep -q "check failed" "$plog"
+    result $? "osc ucx, UCX_TLS=siwarp,self: $what (exit $rc, expected '$expect')" "$plog"
+    grep -h "^passive: target saw" "$plog" | sed 's/^/# /'
+}
+passive_run "passive target: atomics, put, get, cas complete while the target computes" ok y 30
+passive_run "control, UCX_SIWARP_PROGRESS_THREAD=n: they wait for the target's MPI" incomplete n 3
 
 if command -v oshcc >/dev/null && command -v oshrun >/dev/null; then
     slog=$OUT/shmem-build.log

@@ -202,6 +202,19 @@ static void fill(void *p, size_t len, unsigned seed)
     }
 }
 
+typedef struct {
+    void *dest;
+    size_t len;                     /* what the transport handed over */
+} unpack_t;
+
+static void unpack_cb(void *arg, const void *data, size_t length)
+{
+    unpack_t *u = arg;
+
+    memcpy(u->dest, data, length);
+    u->len = length;
+}
+
 static size_t pack_cb(void *dest, void *arg)
 {
     region_t *r = arg;
@@ -341,6 +354,23 @@ static void test_put_get(uct_ep_h ep, const uct_iface_attr_t *a, region_t *src, 
         snprintf(what, sizeof(what), "get_zcopy %zu B: the remote bytes on completion", len);
         check(st == UCS_OK && !memcmp(dst->buf, src->buf, len), what);
     }
+    /* get_bcopy: what UCP's small gets use (its "rma" lane needs it) */
+    check((a->cap.flags & UCT_IFACE_FLAG_GET_BCOPY) && (a->cap.get.max_bcopy >= 8),
+          "get_bcopy offered");
+    for (size_t len = 1; len <= a->cap.get.max_bcopy; len *= 8) {
+        unpack_t u = { .dest = src->buf, .len = 0 };
+
+        fill((char*)dst->buf + 5, len, (unsigned)len + 9);
+        memset(src->buf, 0, len);
+        comp_init(&c);
+        RETRY(st, uct_ep_get_bcopy(ep, unpack_cb, &u, len, (uintptr_t)dst->buf + 5,
+                                   dst->rkey.rkey, &c.super));
+        st = finish(st, &c);
+        snprintf(what, sizeof(what), "get_bcopy %zu B at an odd remote address: unpacked on "
+                 "completion", len);
+        check(st == UCS_OK && u.len == len && !memcmp((char*)dst->buf + 5, src->buf, len),
+              what);
+    }
 }
 
 /* fetching atomic through uct, then the expected old value and target */
@@ -469,6 +499,7 @@ static void test_bad_rkey(uct_ep_h ep, region_t *src, region_t *dst)
 typedef struct {
     uint16_t port;                 /* network order */
     uint16_t rx_depth;
+    uint8_t  flags;                /* 1: the software stack */
     uint8_t  secret[16];
 } __attribute__((packed)) s_iface_addr_t;
 
