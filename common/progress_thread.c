@@ -12,7 +12,8 @@
  * many busy ranks as cores, for the core: measured with Open MPI's
  * passive-target put, 35 us idle with such a thread against 12 us without.
  * So this one watches the application instead.  Each progress call of the
- * application notes the time (swp_app_progress); while the last one is
+ * application, on any context of the process that has a thread, notes the
+ * time (swp_app_progress); while the last one is
  * younger than away_ns the thread sleeps the rest of that interval, not
  * in epoll, and the application's busy poll may park its sockets as
  * without a thread.  Once the application has been away that long, the
@@ -46,21 +47,31 @@
 #define SWP_PT_POLL_NS         50000ull     /* a kick waits for the application */
 #define SWP_PT_BACKOFF_MAX_NS  1000000ull   /* a set that reports work nobody can do */
 #define SWP_PT_SLICE_NS        100000ull
+#define SWP_PT_YIELD_MAX_NS    2000000ull   /* longest look-away from a busy application */
 #define SWP_PT_SPIN_NS         50000ull     /* after work: the next op of a burst */
 
 struct swp_pthread {
     pthread_t tid;
     bool stop;
     uint64_t away_ns;
-    uint64_t app_seen_ns;                   /* the application's last progress call */
     uint64_t backoff_ns;
     uint64_t last_work_ns;                  /* the last pass that moved octets */
+    uint64_t yield_ns;                      /* the last look-away; doubles while busy */
     struct siwarp_progress_thread_stats st;
 };
 
+/* The application's last progress call on any context with a thread, for
+ * the whole process: a rank that waits in one context (Open MPI's pml ucx
+ * polls its own worker and the osc worker only every 100th turn) is in the
+ * library, and a thread of another context that took the core from it
+ * would only slow it down (osc ucx put with the target in a barrier, 2
+ * ranks on 2 cores: 22 us without threads, 33 us with per-context clocks). */
+static uint64_t swp_pt_seen_ns;
+
 void swp_pt_app_seen(struct siwarp_ctx *ctx)
 {
-    ctx->pt->app_seen_ns = swp_now_ns();
+    (void)ctx;
+    __atomic_store_n(&swp_pt_seen_ns, swp_now_ns(), __ATOMIC_RELAXED);
 }
 
 bool swp_pt_is_self(const struct siwarp_ctx *ctx)
@@ -134,16 +145,26 @@ static void *swp_pt_main(void *arg)
     swp_pt_short_slice();
     swp_lock(ctx);
     while (!pt->stop) {
-        uint64_t now = swp_now_ns(), since = now - pt->app_seen_ns;
+        uint64_t now = swp_now_ns();
+        uint64_t since = now - __atomic_load_n(&swp_pt_seen_ns, __ATOMIC_RELAXED);
         uint64_t pushes = ctx->cq_pushes, moved = swp_pt_moved(ctx);
         bool polling = ctx->fd_exported && ctx->kicked, spinning;
         int rc;
 
         if (since < pt->away_ns) {
+            /* Each look costs the application's core a wake-up (20 us in a
+             * VM): while it stays busy, look half as often each time, up
+             * to every SWP_PT_YIELD_MAX_NS -- how late the thread may
+             * notice that the application left. */
+            pt->yield_ns = pt->yield_ns ? pt->yield_ns * 2 : pt->away_ns;
+            if (pt->yield_ns > SWP_PT_YIELD_MAX_NS)
+                pt->yield_ns = SWP_PT_YIELD_MAX_NS;
             pt->st.yields++;
-            swp_pt_sleep(ctx, pt->away_ns - since);
+            swp_pt_sleep(ctx, pt->yield_ns > pt->away_ns - since ? pt->yield_ns
+                                                                   : pt->away_ns - since);
             continue;
         }
+        pt->yield_ns = 0;
         /* Right after it served something the thread spins a little: an
          * origin's next put, get or atomic comes one round trip later, and
          * a wake-up from epoll costs more than that on a busy core (20 us
@@ -192,7 +213,7 @@ int siwarp_ctx_start_progress_thread(struct siwarp_ctx *ctx, uint32_t away_us)
     if (!pt)
         return -ENOMEM;
     pt->away_ns = (uint64_t)(away_us ? away_us : SWP_PT_AWAY_DEFAULT_US) * 1000;
-    pt->app_seen_ns = swp_now_ns();
+    swp_pt_app_seen(ctx);
     pthread_mutex_lock(&ctx->lock);
     if (ctx->single_thread) {
         rc = -EINVAL;

@@ -91,7 +91,8 @@ int  siwarp_ctx_set_rx_stall(struct siwarp_ctx *ctx, int ms);
  * calling the library leaves its peers' Reads, flushes and atomics waiting.
  * This thread serves the context while the application does not: it stays
  * asleep while the application's own siwarp_progress / siwarp_poll_cq /
- * siwarp_wait calls came within away_us (0: 200), so a busy-polling
+ * siwarp_wait calls, on any context of the process that has a thread,
+ * came within away_us (0: 200), so a busy-polling
  * application pays only the context lock and a wake-up of the thread every
  * away_us, and otherwise sleeps in epoll until a socket has work; after
  * serving something it keeps polling for 50 us, for the next operation of
