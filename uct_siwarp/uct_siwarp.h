@@ -149,6 +149,7 @@ typedef struct uct_siwarp_iface {
     struct sockaddr_in     addr;         /* device address, listener port */
     char                   if_name[IFNAMSIZ];
     int                    is_loopback;
+    double                 link_bw;      /* bytes/s, uct_siwarp_iface_query */
     uint64_t               *words;       /* the flush word, then AMO slots */
     struct siwarp_mr       *words_mr;
     void                   *bounce;      /* UCT_SIWARP_BOUNCE_COUNT get_bcopy buffers */
