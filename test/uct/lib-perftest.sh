@@ -6,6 +6,14 @@
 # if none): iterations, then latency percentile, average, overall, then
 # bandwidth average, overall, then message rates.
 ucx_perftest_pair() {
+    # a random port may be taken (another test, a socket in TIME_WAIT): the
+    # server says "bind() failed" and the pair is tried on another, 3 times
+    for attempt in 1 2 3; do
+        ucx_perftest_pair_once "$@"
+        grep -q "bind() failed" "$1" || break
+    done
+}
+ucx_perftest_pair_once() {
     plog=$1; shift
     d=$(mktemp -d)
     mkfifo "$d/out"

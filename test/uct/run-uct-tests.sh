@@ -40,9 +40,9 @@ result $? "ucx_info -d lists Transport: siwarp with LD_PRELOAD=libuct_siwarp.so.
 timeout 60 ucx_info -d 2>&1 | grep -q "Transport: siwarp"
 result $((! $?)) "ucx_info -d without the setting does not list it (control)"
 timeout 60 env LD_PRELOAD="$MOD" ucx_info -c -f >"$log" 2>&1
-grep -q "UCX_SIWARP_RX_QUEUE_LEN=128" "$log" && grep -q "UCX_SIWARP_SEG_SIZE=16K" "$log" &&
+grep -q "UCX_SIWARP_RX_QUEUE_LEN=128" "$log" && grep -q "UCX_SIWARP_SEG_SIZE=16512" "$log" &&
     grep -q "UCX_SIWARP_PROGRESS_THREAD=y" "$log"
-result $? "ucx_info -c -f documents UCX_SIWARP_* (RX_QUEUE_LEN 128, SEG_SIZE 16K, PROGRESS_THREAD y)" "$log"
+result $? "ucx_info -c -f documents UCX_SIWARP_* (RX_QUEUE_LEN 128, SEG_SIZE 16512, PROGRESS_THREAD y)" "$log"
 
 log=$OUT/uct_check_badparam.log
 timeout "$T" env LD_PRELOAD="$MOD" UCX_SIWARP_RX_QUEUE_LEN=1 "$OUT/uct_check" "$DEV" >"$log" 2>&1
