@@ -203,6 +203,7 @@ struct uct_siwarp_ep {
     int               fail_reported;     /* uct_iface_handle_ep_err called */
     uint8_t           peer_secret[UCT_SIWARP_SECRET_LEN];   /* from its iface address */
     uct_siwarp_conn_pd_t req;            /* the MPA Request sent */
+    struct sockaddr_in peer_addr;        /* the peer iface's listener */
 };
 
 typedef struct uct_siwarp_rx_conn {

@@ -30,10 +30,22 @@ unsigned uct_siwarp_ep_report_failures(uct_siwarp_iface_t *iface)
 {
     uct_siwarp_ep_t *ep;
 
+    ucs_status_t status;
+
     ucs_list_for_each(ep, &iface->eps, list) {
         if ((ep->state == UCT_SIWARP_EP_FAILED) && !ep->fail_reported) {
             ep->fail_reported = 1;
-            uct_iface_handle_ep_err(&iface->super.super, &ep->super.super, ep->fail_status);
+            status = uct_iface_handle_ep_err(&iface->super.super, &ep->super.super,
+                                             ep->fail_status);
+            if (status != UCS_OK) {
+                /* nobody above asked for error handling (Open MPI's pml ucx,
+                 * UCP_ERR_HANDLING_MODE_NONE): what waits on this peer would
+                 * wait forever, so end the process, as UCX's ud transport does */
+                ucs_fatal("siwarp: connection to %s:%u on %s failed (%s), and no error "
+                          "handler takes it", inet_ntoa(ep->peer_addr.sin_addr),
+                          ntohs(ep->peer_addr.sin_port), iface->if_name,
+                          ucs_status_string(ep->fail_status));
+            }
             return 1;
         }
     }
@@ -108,6 +120,56 @@ ucs_status_t uct_siwarp_ep_post_internal(uct_siwarp_ep_t *ep, struct siwarp_send
     return status;
 }
 
+/* The watch: one empty receive on the ep's QP, which the peer never Sends
+ * to (it only Writes credits and answers Reads).  It completes when the
+ * connection fails -- with nothing outstanding too, where no send
+ * completion would tell: a rank waiting on a dead or cut-off peer learns
+ * it within the LLP timeout (TCP keepalive). */
+static ucs_status_t uct_siwarp_ep_watch(uct_siwarp_ep_t *ep)
+{
+    struct siwarp_recv_wr wr = { .wr_id = 0, .num_sge = 0 };
+    struct siwarp_recv_wr *bad;
+    int rc = siwarp_post_recv(ep->qp, &wr, &bad);
+
+    if (rc < 0) {
+        ucs_error("siwarp: the ep's watch receive: %s", strerror(-rc));
+        return uct_siwarp_status(rc);
+    }
+    return UCS_OK;
+}
+
+static void uct_siwarp_ep_watch_done(uct_siwarp_iface_t *iface, uct_siwarp_ep_t *ep,
+                                     const struct siwarp_wc *wc)
+{
+    struct siwarp_qp_attr attr;
+
+    if (ep->state == UCT_SIWARP_EP_FAILED) {
+        return;
+    }
+    if (siwarp_query_qp(ep->qp, &attr) < 0) {
+        attr.error         = -EIO;
+        attr.error_str[0]  = '\0';
+    }
+    if ((wc->status != SIWARP_WC_SUCCESS) && (attr.error == 0)) {
+        /* the peer closed an idle connection in order (its iface closed, a
+         * process that ended): nothing was lost, and a process still
+         * running its own shutdown must not die of it; what is posted
+         * later fails */
+        ep->state         = UCT_SIWARP_EP_FAILED;
+        ep->fail_status   = UCS_ERR_CONNECTION_RESET;
+        ep->fail_reported = 1;
+        return;
+    }
+    ucs_error("siwarp: connection to %s:%u on %s: %s%s%s",
+              inet_ntoa(ep->peer_addr.sin_addr), ntohs(ep->peer_addr.sin_port),
+              iface->if_name, (wc->status == SIWARP_WC_SUCCESS) ?
+              "the peer sent a message to an ep's connection" :
+              siwarp_wc_status_str(wc->status),
+              attr.error_str[0] ? ": " : "", attr.error_str);
+    uct_siwarp_ep_set_failed(ep, (wc->status == SIWARP_WC_SUCCESS) ? UCS_ERR_IO_ERROR :
+                                 UCS_ERR_ENDPOINT_TIMEOUT);
+}
+
 void uct_siwarp_ep_tx_done(uct_siwarp_iface_t *iface, const struct siwarp_wc *wc)
 {
     uct_siwarp_ep_t *ep = ucs_container_of(siwarp_qp_get_context(wc->qp), uct_siwarp_ep_t,
@@ -115,6 +177,10 @@ void uct_siwarp_ep_tx_done(uct_siwarp_iface_t *iface, const struct siwarp_wc *wc
     uct_siwarp_op_t *op = (uct_siwarp_op_t*)(uintptr_t)wc->wr_id;
     ucs_status_t status = UCS_OK;
 
+    if (wc->opcode == SIWARP_WC_RECV) {
+        uct_siwarp_ep_watch_done(iface, ep, wc);
+        return;
+    }
     ep->tx_avail++;
     if (wc->status != SIWARP_WC_SUCCESS) {
         status = (wc->status == SIWARP_WC_REM_ACCESS_ERR) ? UCS_ERR_INVALID_ADDR :
@@ -603,6 +669,9 @@ static UCS_CLASS_INIT_FUNC(uct_siwarp_ep_t, const uct_ep_params_t *params)
         goto err_dereg;
     }
     siwarp_qp_set_context(self->qp, &self->conn_kind);
+    if (uct_siwarp_ep_watch(self) != UCS_OK) {
+        goto err_qp;
+    }
 
     memset(&cpd, 0, sizeof(cpd));
     cpd.magic = UCT_SIWARP_PD_MAGIC;
@@ -624,6 +693,7 @@ static UCS_CLASS_INIT_FUNC(uct_siwarp_ep_t, const uct_ep_params_t *params)
     sin.sin_family      = AF_INET;
     sin.sin_addr.s_addr = da->ipv4;
     sin.sin_port        = ia->port;
+    self->peer_addr     = sin;
     /* asynchronous: until it is up, operations get UCS_ERR_NO_RESOURCE
      * (uct_siwarp_ep_post) and the iface's progress completes it */
     rc = siwarp_connect(self->qp, (struct sockaddr*)&sin, sizeof(sin), &p);

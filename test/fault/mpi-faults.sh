@@ -23,6 +23,10 @@
 #      btl_siwarp_llp_timeout to 10 s, plus the abort).  The time is measured and printed.  FAULT_TCP_COMPARE=1 also
 #      runs the same with btl tcp (bounded at 120 s) and prints its outcome
 #      (informational: never fails).
+#   3u. the same with pml ucx over the siwarp UCX transport (uct_siwarp,
+#      UCX_SIWARP_LLP_TIMEOUT=10s): the rank whose connection failed ends
+#      with a message naming the peer's address, and the job with it.
+#      Skipped where the module is not built or Open MPI has no pml ucx.
 #
 # Every mpirun is bounded by timeout; namespaces are removed and every
 # process left in them killed by PID on exit.  Environment: srcdir, BUILDDIR
@@ -57,7 +61,8 @@ OMPI_DIR=$(ompi_info --path pkglibdir --parsable 2>/dev/null | sed -n 's/^path:p
 export OMPI_MCA_mca_base_component_path="$COMP:$OMPI_DIR"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
-MPIRUN="mpirun --mca pml ob1 --bind-to none"
+MPIRUN_BASE="mpirun --bind-to none"
+MPIRUN="$MPIRUN_BASE --mca pml ob1"
 
 for prog in fault/mpi_soak mpi/mpi_flood mpi/mpi_pingpong; do
     if ! mpicc -O2 -g -Wall -o "$OUT/${prog#*/}" "$srcdir/test/$prog.c" > "$OUT/build.log" 2>&1; then
@@ -233,7 +238,7 @@ link_down() {
     export NETNS_MPIRUN_NAME
     timeout -k 5 "$((bound + 60))" ip netns exec "$name-s" unshare --uts /bin/sh -c \
         'hostname "$0-s" && exec "$@"' "$name" \
-        $MPIRUN --hostfile "$OUT/hostfile" --map-by node -np 2 \
+        ${LINK_MPIRUN:-$MPIRUN} --hostfile "$OUT/hostfile" --map-by node -np 2 \
         --mca plm_rsh_agent "$srcdir/contrib/netns-mpirun.sh --agent" \
         --mca oob_tcp_if_include "$name-os,$name-oc" "$@" \
         "$OUT/mpi_soak" -t 600 -r 1 -a 65536 -m 1048576 > "$log" 2>&1 &
@@ -290,6 +295,31 @@ else
             echo "# btl tcp for comparison: mpirun exited $rc after ${t} s"
         fi
         ok "btl tcp link-down comparison measured (informational)"
+    fi
+fi
+
+# ---- 3u. the same over pml ucx and the siwarp UCX transport -------------------------
+MOD=$BUILDDIR/uct_siwarp/.libs/libuct_siwarp.so.0
+log=$OUT/linkdown-ucx.log
+if ! "$srcdir/contrib/netns.sh" check >/dev/null 2>&1 || ! command -v unshare >/dev/null 2>&1; then
+    skip "data link down mid-transfer (pml ucx, siwarp transport)" "needs root, ip netns, unshare"
+elif [ ! -f "$MOD" ] || ! ompi_info 2>/dev/null | grep -q "MCA pml: ucx"; then
+    skip "data link down mid-transfer (pml ucx, siwarp transport)" "uct_siwarp not built or no pml ucx"
+else
+    LINK_MPIRUN=$MPIRUN_BASE link_down "$LB" --mca pml ucx --mca osc ucx --mca btl self \
+        --mca opal_common_ucx_tls siwarp -x UCX_TLS=siwarp,self \
+        -x UCX_NET_DEVICES="$name-vs,$name-vc" -x LD_PRELOAD="$MOD" \
+        -x UCX_SIWARP_LLP_TIMEOUT=10s
+    lrc=$?
+    if [ $lrc -ne 0 ]; then
+        not_ok "data link down (pml ucx): setup or first progress failed ($lrc)"; diag "$log"
+    elif [ $rc -ne 0 ] && [ $rc -ne 124 ] &&
+         grep -aq "siwarp: connection to 10.231.0.[12]:[0-9]* on $name-v[sc]" "$log"; then
+        ok "data link down mid-transfer (pml ucx, siwarp transport): job fails after ${t} s (bound ${LB} s, rc $rc), the message names the peer"
+        grep -a "siwarp: connection to" "$log" | head -3 | sed 's/^/#   /'
+    else
+        not_ok "data link down mid-transfer (pml ucx, siwarp transport): rc $rc after ${t} s (bound ${LB} s), no message naming the peer"
+        diag "$log" 15
     fi
 fi
 
