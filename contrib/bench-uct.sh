@@ -6,7 +6,10 @@
 # rounds, and the ratio siwarp/tcp.  UCP level (UCX_TLS=<tl>), so that
 # tcp's put and get are what UCP makes of them.
 #   contrib/bench-uct.sh [ROUNDS]     (default 5; build first: make)
-# Output: a table on stdout; logs in a private temp dir (printed).
+# Then, with oshcc and oshrun there, OpenSHMEM over spml ucx in the loops
+# of the OSU OpenSHMEM benchmarks (test/uct/shmem_bench.c: put + quiet,
+# get, fetch-add, compare-swap; 2 PEs, one per core), the same rounds.
+# Output: tables on stdout; logs in a private temp dir (printed).
 [ -n "$BASH_VERSION" ] || exec bash "$0" "$@"
 top=$(cd "$(dirname "$0")/.." && pwd)
 ROUNDS=${1:-5}
@@ -57,5 +60,38 @@ for i in "${!TESTS[@]}"; do
     t=$(echo ${vals[$i.tcp]} | tr ' ' '\n' | grep . | median)
     unit=$([ "$metric" = lat ] && echo us || echo MB/s)
     printf "%-16s %-6s %12s %12s %8s\n" "$name" "$unit" "$s" "$t" \
+        "$(awk -v a="$s" -v b="$t" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "-"}')"
+done
+
+# ---- OpenSHMEM (spml ucx), OSU's loops ---------------------------------------
+if ! command -v oshcc >/dev/null || ! command -v oshrun >/dev/null; then
+    echo "# OpenSHMEM: skipped (oshcc/oshrun not installed)"
+    exit 0
+fi
+if ! oshcc -O2 -o "$logs/shmem_bench" "$top/test/uct/shmem_bench.c" >"$logs/shmem-build.log" 2>&1; then
+    echo "# OpenSHMEM: shmem_bench did not build ($logs/shmem-build.log)"
+    exit 1
+fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+declare -A sh
+for r in $(seq "$ROUNDS"); do
+    for tl in siwarp tcp; do
+        slog=$logs/shmem.$tl.$r.log
+        # --mca btl self: Debian's 4.1.4 shmem_finalize segfaulted without it
+        timeout $((T * 2)) oshrun -np 2 --bind-to core --mca spml ucx --mca pml ucx \
+            --mca osc ucx --mca btl self --mca opal_common_ucx_tls $tl \
+            -x UCX_TLS=$tl,self -x UCX_NET_DEVICES=lo -x LD_PRELOAD="$MOD" \
+            "$logs/shmem_bench" 32768 >"$slog" 2>&1 ||
+            { echo "# round $r OpenSHMEM $tl failed (log $slog)"; continue; }
+        while read -r op size v _; do
+            sh[$op.$size.$tl]="${sh[$op.$size.$tl]} $v"
+        done < <(grep -E '^(put|get|fadd|cswap) [0-9]+ [0-9.]+ us$' "$slog")
+    done
+done
+printf "\n%-16s %-6s %12s %12s %8s\n" "OpenSHMEM" unit siwarp tcp ratio
+for k in put.8 put.2048 put.32768 get.8 get.2048 get.32768 fadd.8 cswap.8; do
+    s=$(echo ${sh[$k.siwarp]} | tr ' ' '\n' | grep . | median)
+    t=$(echo ${sh[$k.tcp]} | tr ' ' '\n' | grep . | median)
+    printf "%-16s %-6s %12s %12s %8s\n" "${k%.*} ${k#*.} B" us "$s" "$t" \
         "$(awk -v a="$s" -v b="$t" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "-"}')"
 done

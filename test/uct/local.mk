@@ -10,6 +10,6 @@ test_uct_uct_check_LDADD = libsiwarp.la $(NETTLE_LIBS) -luct -lucs
 TESTS += test/uct/run-uct-tests.sh
 endif
 dist_noinst_SCRIPTS += test/uct/run-uct-tests.sh
-EXTRA_DIST += test/uct/shmem_check.c test/uct/lib-perftest.sh contrib/bench-uct.sh
+EXTRA_DIST += test/uct/shmem_check.c test/uct/shmem_bench.c test/uct/lib-perftest.sh contrib/bench-uct.sh
 CLEANFILES += test/uct/*.log test/uct/mpi_pingpong test/uct/mpi_coll test/uct/mpi_onesided \
 	test/uct/mpi_rma test/uct/shmem_check

@@ -166,6 +166,17 @@ if command -v oshcc >/dev/null && command -v oshrun >/dev/null; then
         grep -q "^shmem: ok on $np PEs" "$slog" && ! grep -q "check failed" "$slog" && [ $rc -eq 0 ]
         result $? "OpenSHMEM (spml ucx) np=$np: put/get 8 B..1 MiB, fetch-add, cswap, add, barrier, broadcast, sum (oshrun exit $rc)" "$slog"
     done
+    # contrib/bench-uct.sh's OpenSHMEM loops, which check what they leave
+    slog=$(log_name "shmem_bench")
+    if oshcc -O2 -o "$OUT/shmem_bench" "$srcdir/test/uct/shmem_bench.c" >"$slog" 2>&1; then
+        # shellcheck disable=SC2086
+        timeout 300 oshrun -np 2 --mca spml ucx $UCXRUN "$OUT/shmem_bench" 2048 >>"$slog" 2>&1
+        rc=$?
+        [ $rc -eq 0 ] && [ "$(grep -cE '^(put|get|fadd|cswap) [0-9]+ [0-9.]+ us$' "$slog")" -eq 8 ]
+        result $? "OpenSHMEM benchmark loops (put+quiet, get, fetch-add, cswap) run and check their values (exit $rc)" "$slog"
+    else
+        result 1 "build shmem_bench with oshcc" "$slog"
+    fi
 else
     skip "OpenSHMEM over the siwarp transport" "oshcc/oshrun not installed"
 fi
