@@ -42,11 +42,7 @@ OUT=$BUILDDIR/test/fault
 PROXY=$BUILDDIR/contrib/fault-proxy
 mkdir -p "$OUT"
 
-n=0
-ok()      { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok()  { n=$((n + 1)); echo "not ok $n - $1"; }
-skip()    { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
-diag()    { tr -d '\000' < "$1" | tail -n "${2:-25}" | awk '{ print "# " $0 }'; }
+. "$srcdir/test/lib-tap.sh"
 now()     { date +%s.%N | cut -c1-14; }
 elapsed() { echo "$1 $2" | awk '{ printf "%.1f", $2 - $1 }'; }
 
@@ -90,7 +86,7 @@ trap 'exit 129' HUP
 # wait_line FILE REGEX SECONDS: until FILE has a line matching REGEX
 wait_line() {
     i=0
-    while ! grep -q "$2" "$1" 2>/dev/null; do
+    while ! grep -aq "$2" "$1" 2>/dev/null; do
         i=$((i + 1))
         [ $i -gt $(($3 * 10)) ] && return 1
         sleep 0.1
@@ -167,13 +163,13 @@ else
         # Open MPI's help relay drops it while the job aborts, the BTL's
         # error-callback line "siwarp connection from H to P on H failed: ...
         # (Terminate ...: MPA: CRC error ...)"
-        if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "CRC error" "$log" &&
-           { { grep -q "Peer process" "$log" && grep -q "Peer host: *$host" "$log" &&
-               grep -q "Local host: *$host" "$log"; } ||
-             grep -q "siwarp connection from $host to .* on $host failed: .*CRC error" "$log"; } &&
-           echo "$stats" | grep -q "flips=1" && echo "$stats" | grep -q "accepted=[1-9]"; then
+        if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -aq "CRC error" "$log" &&
+           { { grep -aq "Peer process" "$log" && grep -aq "Peer host: *$host" "$log" &&
+               grep -aq "Local host: *$host" "$log"; } ||
+             grep -aq "siwarp connection from $host to .* on $host failed: .*CRC error" "$log"; } &&
+           echo "$stats" | grep -aq "flips=1" && echo "$stats" | grep -aq "accepted=[1-9]"; then
             ok "bit flip between ranks with CRC on: job aborts (rc $rc, ${t} s) with 'CRC error' naming the peer process and both hosts"
-            grep -A6 "CRC32c" "$log" | sed 's/^/#   /' | head -8
+            grep -a -A6 "CRC32c" "$log" | sed 's/^/#   /' | head -8
         else
             not_ok "bit flip between ranks with CRC on (rc $rc, ${t} s): no 'CRC error' naming both peers"
             diag "$log" 40; diag "$log.proxy" 10
@@ -188,7 +184,7 @@ fi
 # (btl_siwarp_fallback_rx.c).  Same namespace and REDIRECT rule as 2.
 log=$OUT/dribble.log
 if [ "$(id -u)" != 0 ] || ! command -v nft >/dev/null 2>&1 ||
-   ! ip netns list 2>/dev/null | grep -q "^$name-p"; then
+   ! ip netns list 2>/dev/null | grep -aq "^$name-p"; then
     skip "TCP fallback through a proxy forwarding 7 octets at a time" \
         "needs root, ip netns and nft (nftables)"
 else
@@ -210,9 +206,9 @@ else
         done
         stats=$("$PROXY" -C "$ctl" stats)
         echo "# proxy: $stats"
-        if ! grep -q "^exit " "$log" && grep -q "flood: ok" "$log" &&
-           grep -q "pingpong: ok" "$log" && grep -q "over framed TCP" "$log" &&
-           echo "$stats" | grep -q "accepted=[1-9]"; then
+        if ! grep -aq "^exit " "$log" && grep -aq "flood: ok" "$log" &&
+           grep -aq "pingpong: ok" "$log" && grep -aq "over framed TCP" "$log" &&
+           echo "$stats" | grep -aq "accepted=[1-9]"; then
             ok "TCP fallback through a proxy forwarding 7 octets at a time: flood and ping-pong to 1 MiB verified"
         else
             not_ok "TCP fallback through a proxy forwarding 7 octets at a time"; diag "$log" 30
@@ -279,9 +275,9 @@ else
     lrc=$?
     if [ $lrc -ne 0 ]; then
         not_ok "data link down: setup or first progress failed ($lrc)"; diag "$log"
-    elif [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "$name-s" "$log" && grep -q "$name-c" "$log"; then
+    elif [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -aq "$name-s" "$log" && grep -aq "$name-c" "$log"; then
         ok "data link down mid-transfer (siwarp): job fails after ${t} s (bound ${LB} s, rc $rc), message names $name-s and $name-c"
-        grep -B2 -A6 "Cause:\|Reason:" "$log" | sed 's/^/#   /' | head -10
+        grep -a -B2 -A6 "Cause:\|Reason:" "$log" | sed 's/^/#   /' | head -10
     else
         not_ok "data link down mid-transfer (siwarp): rc $rc after ${t} s (bound ${LB} s), no message naming both hosts"
         diag "$log" 15
@@ -303,7 +299,7 @@ MOD=$BUILDDIR/uct_siwarp/.libs/libuct_siwarp.so.0
 log=$OUT/linkdown-ucx.log
 if ! "$srcdir/contrib/netns.sh" check >/dev/null 2>&1 || ! command -v unshare >/dev/null 2>&1; then
     skip "data link down mid-transfer (pml ucx, siwarp transport)" "needs root, ip netns, unshare"
-elif [ ! -f "$MOD" ] || ! ompi_info 2>/dev/null | grep -q "MCA pml: ucx"; then
+elif [ ! -f "$MOD" ] || ! ompi_info 2>/dev/null | grep -aq "MCA pml: ucx"; then
     skip "data link down mid-transfer (pml ucx, siwarp transport)" "uct_siwarp not built or no pml ucx"
 else
     LINK_MPIRUN=$MPIRUN_BASE link_down "$LB" --mca pml ucx --mca osc ucx --mca btl self \

@@ -14,14 +14,7 @@ COMP=$BUILDDIR/btl_siwarp/.libs
 OUT=$BUILDDIR/test/mpi
 mkdir -p "$OUT"
 
-n=0
-failed=0
-ok()      { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok()  { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; }
-skip()    { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
-# a log's last lines as TAP comments: NUL bytes (prterun writes some)
-# dropped, and a last line without its newline still ends with one
-diag()    { tr -d '\000' < "$1" | tail -n 25 | awk '{ print "# " $0 }'; }
+. "$srcdir/test/lib-tap.sh"
 # log_name NAME: a log file under $OUT named after a test
 log_name() { echo "$OUT/$(echo "$1" | tr -c 'A-Za-z0-9.=-' '_' | tr -s _ | cut -c1-80).log"; }
 

@@ -9,7 +9,7 @@ endif
 dist_noinst_SCRIPTS += test/mpi/run-mpi-tests.sh test/mpi/run-dyn-tests.sh test/mpi/run-rma-tests.sh \
 	test/mpi/run-ompi5-tests.sh \
 	test/mpi/valgrind-mpi.sh
-EXTRA_DIST += test/mpi/lib-mpi-tap.sh test/mpi/mpirun-mpmd.sh
+EXTRA_DIST += test/lib-tap.sh test/mpi/lib-mpi-tap.sh test/mpi/mpirun-mpmd.sh
 EXTRA_DIST += \
 	test/mpi/mpi_common.h \
 	test/mpi/mpi_dyn.h \

@@ -45,10 +45,7 @@ cat > "$root/build/inside.sh" <<'EOF'
 set -u
 cd /build/siwarp || exit 1
 rm -rf /tmp/prterun.* 2>/dev/null   # what earlier runs' launchers left
-n=0
-ok()     { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); echo "not ok $n - $1"; }
-diag()   { tr -d '\000' < "$1" | tail -n 25 | awk '{ print "# " $0 }'; }
+. test/lib-tap.sh
 section() { case " ${OMPI5_SECTIONS:-mpi rma dyn bench fault} " in *" $1 "*) return 0 ;; esac; return 1; }
 
 if sh contrib/setup.sh > /build/setup.log 2>&1; then
