@@ -10,7 +10,8 @@ EXTRA_DIST += test/fuzz/run-fuzzers.sh test/fuzz/gen_seeds.c test/fuzz/fuzz_rx_e
 if FUZZ
 FUZZ_LIB_SRC = common/crc32c.c common/crc32c_x86.c common/mpa.c common/ddp.c common/rdmap.c common/cm.c \
 	common/cm_listen.c common/qp.c common/qp_tx.c common/qp_tx_ops.c common/qp_rx.c common/qp_rx_ops.c common/qp_rx_direct.c \
-	common/srq.c common/mem.c common/cq.c common/progress.c common/tcp_cc.c common/verbs.c \
+	common/qp_ext.c common/srq.c common/mem.c common/cq.c common/progress.c common/progress_thread.c \
+	common/tcp_cc.c common/verbs.c \
 	common/backend.c common/hw_stub.c
 FUZZ_FLAGS = -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/test/fuzz
