@@ -76,9 +76,15 @@ for mode in stag below misalign wrap; do
     for cfg in "1 0" "0 0" "1 1"; do
         set -- $cfg; mpa=$1 r7306=$2
         [ $mpa = 0 ] && [ $mode != below ] && continue
+        # want: the target's line; term: the Terminate its help message
+        # names, which is what remains when mpirun ends the job before the
+        # target's own line gets out (seen once in CI)
+        term=""
         case $r7306$mode in
-        1stag)  want="failed: received Atomic Request: RDMAP: invalid STag" ;;
-        1below) want="failed: received Atomic Request: RDMAP: base or bounds" ;;
+        1stag)  want="failed: received Atomic Request: RDMAP: invalid STag"
+                term="Terminate: *0x0100 (RDMAP: invalid STag" ;;
+        1below) want="failed: received Atomic Request: RDMAP: base or bounds"
+                term="Terminate: *0x0101 (RDMAP: base or bounds" ;;
         *)      want="refused atomic of 8 bytes at .* from \[\[[0-9]*,[0-9]*\],0\]" ;;
         esac
         log=$(log_name "rma hostile $mode mpa $mpa rfc7306 $r7306")
@@ -87,7 +93,10 @@ for mode in stag below misalign wrap; do
             -np 1 "$OUT/mpi_hostile_atomic" > "$log" 2>&1
         rc=$?
         what="btl_siwarp_mpa=$mpa, btl_siwarp_rfc7306=$r7306"
-        if [ $rc -ne 0 ] && [ $rc -ne 124 ] && ! grep -q "HARM" "$log" && grep -q "$want" "$log"; then
+        if [ $rc -ne 0 ] && [ $rc -ne 124 ] && ! grep -aq "HARM" "$log" &&
+           { grep -aq "$want" "$log" ||
+             { [ -n "$term" ] && grep -aq "$term" "$log" &&
+               grep -aq "found a protocol error in data from a peer" "$log"; }; }; then
             ok "hostile atomics ($mode, $what): refused naming the peer, memory untouched"
         else
             not_ok "hostile atomics ($mode, $what) (exit $rc; expected '$want')"; diag "$log"
