@@ -13,10 +13,10 @@
  * passive-target put, 35 us idle with such a thread against 12 us without.
  * So this one watches the application instead.  Each progress call of the
  * application, on any context of the process that has a thread, notes the
- * time (swp_app_progress); while the last one is
- * younger than away_ns the thread sleeps the rest of that interval, not
- * in epoll, and the application's busy poll may park its sockets as
- * without a thread.  Once the application has been away that long, the
+ * time (swp_app_progress); while the last one is younger than away_ns the
+ * thread sleeps, not in epoll, looking again at intervals that grow to
+ * SWP_PT_YIELD_MAX_NS, and the application's busy poll may park its
+ * sockets as without a thread.  Once the application has been away that long, the
  * thread sleeps in epoll and serves whatever arrives, then polls for
  * SWP_PT_SPIN_NS more: an origin's next operation comes one round trip
  * later, and waking from epoll onto a core the application keeps busy
@@ -68,9 +68,8 @@ struct swp_pthread {
  * ranks on 2 cores: 22 us without threads, 33 us with per-context clocks). */
 static uint64_t swp_pt_seen_ns;
 
-void swp_pt_app_seen(struct siwarp_ctx *ctx)
+void swp_pt_app_seen(void)
 {
-    (void)ctx;
     __atomic_store_n(&swp_pt_seen_ns, swp_now_ns(), __ATOMIC_RELAXED);
 }
 
@@ -86,6 +85,14 @@ static inline void swp_pt_relax(void)
 #elif defined(__aarch64__)
     __asm__ __volatile__("yield");
 #endif
+}
+
+/* The next of a series of waits: first, then twice the last, at most max. */
+static uint64_t swp_pt_grow(uint64_t last, uint64_t first, uint64_t max)
+{
+    uint64_t next = last ? last * 2 : first;
+
+    return next < max ? next : max;
 }
 
 static void swp_pt_sleep(struct siwarp_ctx *ctx, uint64_t ns)
@@ -147,8 +154,8 @@ static void *swp_pt_main(void *arg)
     while (!pt->stop) {
         uint64_t now = swp_now_ns();
         uint64_t since = now - __atomic_load_n(&swp_pt_seen_ns, __ATOMIC_RELAXED);
-        uint64_t pushes = ctx->cq_pushes, moved = swp_pt_moved(ctx);
-        bool polling = ctx->fd_exported && ctx->kicked, spinning;
+        uint64_t pushes = ctx->cq_pushes, before = swp_pt_moved(ctx);
+        bool polling = ctx->fd_exported && ctx->kicked, spinning, moved;
         int rc;
 
         if (since < pt->away_ns) {
@@ -156,9 +163,7 @@ static void *swp_pt_main(void *arg)
              * VM): while it stays busy, look half as often each time, up
              * to every SWP_PT_YIELD_MAX_NS -- how late the thread may
              * notice that the application left. */
-            pt->yield_ns = pt->yield_ns ? pt->yield_ns * 2 : pt->away_ns;
-            if (pt->yield_ns > SWP_PT_YIELD_MAX_NS)
-                pt->yield_ns = SWP_PT_YIELD_MAX_NS;
+            pt->yield_ns = swp_pt_grow(pt->yield_ns, pt->away_ns, SWP_PT_YIELD_MAX_NS);
             pt->st.yields++;
             swp_pt_sleep(ctx, pt->yield_ns > pt->away_ns - since ? pt->yield_ns
                                                                    : pt->away_ns - since);
@@ -177,7 +182,8 @@ static void *swp_pt_main(void *arg)
             pt->st.served += (uint64_t)rc;
         if (ctx->cq_pushes != pushes && ctx->fd_exported)
             swp_ctx_kick(ctx);
-        if (swp_pt_moved(ctx) != moved)
+        moved = swp_pt_moved(ctx) != before;
+        if (moved)
             pt->last_work_ns = swp_now_ns();
         if (polling && now - pt->last_work_ns >= SWP_PT_SPIN_NS) {
             swp_pt_sleep(ctx, SWP_PT_POLL_NS);
@@ -186,11 +192,9 @@ static void *swp_pt_main(void *arg)
             swp_unlock(ctx);
             swp_pt_relax();
             swp_lock(ctx);
-        } else if (rc != 0 && swp_pt_moved(ctx) == moved) {
+        } else if (rc != 0 && !moved) {
             /* an error, or events that moved nothing: back off, up to 1 ms */
-            pt->backoff_ns = pt->backoff_ns ? pt->backoff_ns * 2 : 10000;
-            if (pt->backoff_ns > SWP_PT_BACKOFF_MAX_NS)
-                pt->backoff_ns = SWP_PT_BACKOFF_MAX_NS;
+            pt->backoff_ns = swp_pt_grow(pt->backoff_ns, 10000, SWP_PT_BACKOFF_MAX_NS);
             swp_pt_sleep(ctx, pt->backoff_ns);
         } else {
             pt->backoff_ns = 0;
@@ -213,7 +217,7 @@ int siwarp_ctx_start_progress_thread(struct siwarp_ctx *ctx, uint32_t away_us)
     if (!pt)
         return -ENOMEM;
     pt->away_ns = (uint64_t)(away_us ? away_us : SWP_PT_AWAY_DEFAULT_US) * 1000;
-    swp_pt_app_seen(ctx);
+    swp_pt_app_seen();
     pthread_mutex_lock(&ctx->lock);
     if (ctx->single_thread) {
         rc = -EINVAL;
@@ -235,17 +239,16 @@ void swp_pt_stop(struct siwarp_ctx *ctx)
 {
     struct swp_pthread *pt;
 
+    /* the real lock: a context with a thread is never single-thread */
     pthread_mutex_lock(&ctx->lock);
     pt = ctx->pt;
-    if (pt)
+    if (pt) {
         pt->stop = true;
+        swp_ctx_kick(ctx);      /* ends a sleep in epoll now, not in SWP_PT_WAIT_MS */
+    }
     pthread_mutex_unlock(&ctx->lock);
     if (!pt)
         return;
-    /* it notices within SWP_PT_WAIT_MS; the kick ends a sleep in epoll now */
-    swp_lock(ctx);
-    swp_ctx_kick(ctx);
-    swp_unlock(ctx);
     pthread_join(pt->tid, NULL);
     pthread_mutex_lock(&ctx->lock);
     ctx->pt = NULL;

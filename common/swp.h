@@ -753,11 +753,11 @@ struct siwarp_ctx {
 /* progress_thread.c: the application's own progress calls note the time,
  * so that a progress thread stays out of its way (one branch when no
  * thread runs). */
-void swp_pt_app_seen(struct siwarp_ctx *ctx);
+void swp_pt_app_seen(void);
 static inline void swp_app_progress(struct siwarp_ctx *ctx)
 {
     if (ctx->pt)
-        swp_pt_app_seen(ctx);
+        swp_pt_app_seen();
 }
 bool swp_pt_is_self(const struct siwarp_ctx *ctx);
 void swp_pt_stop(struct siwarp_ctx *ctx);

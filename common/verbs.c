@@ -21,7 +21,7 @@ static void swp_kick_drain(struct swp_pollable *p, uint32_t events)
     (void)events;
     /* A progress thread leaves the kick to the application that may sleep
      * on the exported fd: it is the application's news (progress_thread.c) */
-    if (ctx->pt && ctx->fd_exported && swp_pt_is_self(ctx))
+    if (ctx->fd_exported && swp_pt_is_self(ctx))
         return;
     rc = read(p->fd, &v, sizeof(v));
     (void)rc;

@@ -92,9 +92,9 @@ int  siwarp_ctx_set_rx_stall(struct siwarp_ctx *ctx, int ms);
  * This thread serves the context while the application does not: it stays
  * asleep while the application's own siwarp_progress / siwarp_poll_cq /
  * siwarp_wait calls, on any context of the process that has a thread,
- * came within away_us (0: 200), so a busy-polling
- * application pays only the context lock and a wake-up of the thread every
- * away_us, and otherwise sleeps in epoll until a socket has work; after
+ * came within away_us (0: 200), so a busy-polling application pays only
+ * the context lock and a wake-up of the thread at intervals that grow from
+ * away_us to 2 ms; otherwise it sleeps in epoll until a socket has work; after
  * serving something it keeps polling for 50 us, for the next operation of
  * a burst (a wake-up from epoll costs more on a busy core), so a stream of
  * one-sided operations shares the application's core with it.
