@@ -84,6 +84,12 @@ typedef struct uct_siwarp_md {
     unsigned          pt_users;     /* ifaces that asked for the progress thread */
 } uct_siwarp_md_t;
 
+/* libsiwarp's software stack, not a verbs device */
+static inline int uct_siwarp_md_is_soft(const uct_siwarp_md_t *md)
+{
+    return !strcmp(siwarp_ctx_backend(md->ctx), "soft");
+}
+
 typedef struct uct_siwarp_iface_config {
     uct_iface_config_t super;
     size_t             seg_size;
@@ -112,6 +118,13 @@ enum {
 #define UCT_SIWARP_BOUNCE_COUNT    32
 
 typedef struct uct_siwarp_ep uct_siwarp_ep_t;
+
+/* Free pieces of one registered area (AMO/flush slots, get_bcopy bounce
+ * buffers), handed to ops and back. */
+typedef struct uct_siwarp_pool {
+    void     **free;
+    unsigned count;
+} uct_siwarp_pool_t;
 
 typedef struct uct_siwarp_op {
     struct uct_siwarp_op *next;        /* free list */
@@ -154,11 +167,9 @@ typedef struct uct_siwarp_iface {
     struct siwarp_mr       *words_mr;
     void                   *bounce;      /* UCT_SIWARP_BOUNCE_COUNT get_bcopy buffers */
     struct siwarp_mr       *bounce_mr;
-    void                   **free_bounce;
-    unsigned               free_bounce_count;
+    uct_siwarp_pool_t      bounces;      /* of bounce */
     unsigned               num_slots;
-    uint64_t               **free_slots;
-    unsigned               free_slot_count;
+    uct_siwarp_pool_t      slots;        /* words[1 .. num_slots] */
     void                   *tx_buf;      /* bcopy staging (copied at post) */
     uct_siwarp_op_t        *free_ops;
     size_t                 op_size;

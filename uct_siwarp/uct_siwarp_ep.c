@@ -29,7 +29,6 @@ void uct_siwarp_ep_set_failed(uct_siwarp_ep_t *ep, ucs_status_t status)
 unsigned uct_siwarp_ep_report_failures(uct_siwarp_iface_t *iface)
 {
     uct_siwarp_ep_t *ep;
-
     ucs_status_t status;
 
     ucs_list_for_each(ep, &iface->eps, list) {
@@ -155,8 +154,7 @@ static void uct_siwarp_ep_watch_done(uct_siwarp_iface_t *iface, uct_siwarp_ep_t 
          * process that ended): nothing was lost, and a process still
          * running its own shutdown must not die of it; what is posted
          * later fails */
-        ep->state         = UCT_SIWARP_EP_FAILED;
-        ep->fail_status   = UCS_ERR_CONNECTION_RESET;
+        uct_siwarp_ep_set_failed(ep, UCS_ERR_CONNECTION_RESET);
         ep->fail_reported = 1;
         return;
     }

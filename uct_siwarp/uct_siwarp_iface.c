@@ -67,7 +67,8 @@ static ucs_config_field_t uct_siwarp_iface_config_table[] = {
 uct_siwarp_op_t *uct_siwarp_op_get(uct_siwarp_iface_t *iface, uct_siwarp_ep_t *ep,
                                    unsigned kind, uct_completion_t *comp)
 {
-    uct_siwarp_op_t *op = iface->free_ops;
+    uct_siwarp_op_t *op       = iface->free_ops;
+    uct_siwarp_pool_t *pool   = NULL;
 
     if (op != NULL) {
         iface->free_ops = op->next;
@@ -81,19 +82,21 @@ uct_siwarp_op_t *uct_siwarp_op_get(uct_siwarp_iface_t *iface, uct_siwarp_ep_t *e
     op->bounce = NULL;
     if ((kind == UCT_SIWARP_OP_AMO) || (kind == UCT_SIWARP_OP_AMO_POST) ||
         (kind == UCT_SIWARP_OP_FLUSH)) {
-        if (iface->free_slot_count == 0) {
-            op->next = iface->free_ops;
-            iface->free_ops = op;
-            return NULL;
-        }
-        op->slot = iface->free_slots[--iface->free_slot_count];
+        pool = &iface->slots;
     } else if (kind == UCT_SIWARP_OP_GET_BCOPY) {
-        if (iface->free_bounce_count == 0) {
+        pool = &iface->bounces;
+    }
+    if (pool != NULL) {
+        if (pool->count == 0) {
             op->next = iface->free_ops;
             iface->free_ops = op;
             return NULL;
         }
-        op->bounce = iface->free_bounce[--iface->free_bounce_count];
+        if (pool == &iface->slots) {
+            op->slot   = pool->free[--pool->count];
+        } else {
+            op->bounce = pool->free[--pool->count];
+        }
     }
     op->ep     = ep;
     op->kind   = kind;
@@ -109,10 +112,10 @@ uct_siwarp_op_t *uct_siwarp_op_get(uct_siwarp_iface_t *iface, uct_siwarp_ep_t *e
 void uct_siwarp_op_put(uct_siwarp_iface_t *iface, uct_siwarp_op_t *op)
 {
     if (op->slot != NULL) {
-        iface->free_slots[iface->free_slot_count++] = op->slot;
+        iface->slots.free[iface->slots.count++] = op->slot;
     }
     if (op->bounce != NULL) {
-        iface->free_bounce[iface->free_bounce_count++] = op->bounce;
+        iface->bounces.free[iface->bounces.count++] = op->bounce;
     }
     op->next        = iface->free_ops;
     iface->free_ops = op;
@@ -218,8 +221,7 @@ static ucs_status_t uct_siwarp_iface_get_address(uct_iface_h tl_iface, uct_iface
 
     ia->port     = iface->addr.sin_port;
     ia->rx_depth = (uint16_t)iface->config.rx_depth;
-    ia->flags    = strcmp(siwarp_ctx_backend(iface->md->ctx), "soft") ? 0 :
-                   UCT_SIWARP_IFACE_F_SOFT;
+    ia->flags    = uct_siwarp_md_is_soft(iface->md) ? UCT_SIWARP_IFACE_F_SOFT : 0;
     memcpy(ia->secret, iface->secret, sizeof(ia->secret));
     return UCS_OK;
 }
@@ -290,10 +292,10 @@ static ucs_status_t uct_siwarp_iface_query(uct_iface_h tl_iface, uct_iface_attr_
     attr->cap.get.opt_zcopy_align = 1;
     attr->cap.get.align_mtu       = 1;
     /* libsiwarp's verbs backend scatters a Read into one SGE only */
-    attr->cap.get.max_iov         = strcmp(siwarp_ctx_backend(iface->md->ctx), "soft") ?
-                                    1 : iface->config.max_iov;
+    attr->cap.get.max_iov         = uct_siwarp_md_is_soft(iface->md) ?
+                                    iface->config.max_iov : 1;
 
-    if (strcmp(siwarp_ctx_backend(iface->md->ctx), "soft")) {
+    if (!uct_siwarp_md_is_soft(iface->md)) {
         /* a verbs device: an AM zcopy header in unregistered memory cannot
          * go out (SIWARP_SEND_UNREGISTERED is software only), and an RNIC
          * has no RFC 7306 through libsiwarp */
@@ -474,15 +476,36 @@ static uct_iface_ops_t uct_siwarp_iface_ops = {
 /* The flush word (remote side of every flush Read), then one 8-octet slot
  * per fetching atomic or flush in flight: a registered region because an
  * RFC 7306 response and a Read Response are placed into an SGE with an lkey. */
-static ucs_status_t uct_siwarp_iface_words_init(uct_siwarp_iface_t *self)
+/* Every piece of an area of n pieces of size octets, free. */
+static ucs_status_t uct_siwarp_pool_init(uct_siwarp_pool_t *pool, void *area, size_t size,
+                                         unsigned n)
 {
     unsigned i;
+
+    pool->free = ucs_calloc(n, sizeof(void*), "siwarp pool");
+    if (pool->free == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    for (i = 0; i < n; i++) {
+        pool->free[i] = (char*)area + i * size;
+    }
+    pool->count = n;
+    return UCS_OK;
+}
+
+static ucs_status_t uct_siwarp_iface_words_init(uct_siwarp_iface_t *self)
+{
+    size_t bounce_len = UCT_SIWARP_BOUNCE_COUNT * UCT_SIWARP_GET_BCOPY_MAX;
     int rc;
 
     self->num_slots = self->config.tx_depth * 4;
     self->words = ucs_calloc(self->num_slots + 1, sizeof(uint64_t), "siwarp words");
-    self->free_slots = ucs_calloc(self->num_slots, sizeof(uint64_t*), "siwarp slots");
-    if ((self->words == NULL) || (self->free_slots == NULL)) {
+    self->bounce = ucs_malloc(bounce_len, "siwarp bounce");
+    if ((self->words == NULL) || (self->bounce == NULL) ||
+        (uct_siwarp_pool_init(&self->slots, &self->words[1], sizeof(uint64_t),
+                              self->num_slots) != UCS_OK) ||
+        (uct_siwarp_pool_init(&self->bounces, self->bounce, UCT_SIWARP_GET_BCOPY_MAX,
+                              UCT_SIWARP_BOUNCE_COUNT) != UCS_OK)) {
         return UCS_ERR_NO_MEMORY;
     }
     rc = siwarp_reg_mr(self->md->pd, self->words, (self->num_slots + 1) * sizeof(uint64_t),
@@ -491,28 +514,12 @@ static ucs_status_t uct_siwarp_iface_words_init(uct_siwarp_iface_t *self)
         ucs_error("siwarp: registering the flush word: %s", strerror(-rc));
         return uct_siwarp_status(rc);
     }
-    for (i = 0; i < self->num_slots; i++) {
-        self->free_slots[i] = &self->words[1 + i];
-    }
-    self->free_slot_count = self->num_slots;
-
-    self->bounce      = ucs_malloc(UCT_SIWARP_BOUNCE_COUNT * UCT_SIWARP_GET_BCOPY_MAX,
-                                   "siwarp bounce");
-    self->free_bounce = ucs_calloc(UCT_SIWARP_BOUNCE_COUNT, sizeof(void*), "siwarp bounce list");
-    if ((self->bounce == NULL) || (self->free_bounce == NULL)) {
-        return UCS_ERR_NO_MEMORY;
-    }
-    rc = siwarp_reg_mr(self->md->pd, self->bounce,
-                       UCT_SIWARP_BOUNCE_COUNT * UCT_SIWARP_GET_BCOPY_MAX,
-                       SIWARP_ACCESS_LOCAL_WRITE, &self->bounce_mr);
+    rc = siwarp_reg_mr(self->md->pd, self->bounce, bounce_len, SIWARP_ACCESS_LOCAL_WRITE,
+                       &self->bounce_mr);
     if (rc < 0) {
         ucs_error("siwarp: registering the get_bcopy buffers: %s", strerror(-rc));
         return uct_siwarp_status(rc);
     }
-    for (i = 0; i < UCT_SIWARP_BOUNCE_COUNT; i++) {
-        self->free_bounce[i] = (char*)self->bounce + i * UCT_SIWARP_GET_BCOPY_MAX;
-    }
-    self->free_bounce_count = UCT_SIWARP_BOUNCE_COUNT;
     return UCS_OK;
 }
 
@@ -524,7 +531,7 @@ static ucs_status_t uct_siwarp_iface_thread_start(uct_siwarp_iface_t *self,
 {
     int rc;
 
-    if (!config->progress_thread || strcmp(siwarp_ctx_backend(self->md->ctx), "soft")) {
+    if (!config->progress_thread || !uct_siwarp_md_is_soft(self->md)) {
         return UCS_OK;          /* an RNIC answers its peers itself */
     }
     if (self->md->pt_users == 0) {
@@ -604,11 +611,11 @@ static UCS_CLASS_INIT_FUNC(uct_siwarp_iface_t, uct_md_h tl_md, uct_worker_h work
     ucs_strncpy_zero(self->if_name, params->mode.device.dev_name, sizeof(self->if_name));
 
     rc = uct_siwarp_if_addr(self->if_name, &self->addr, &self->is_loopback);
-    self->link_bw = uct_siwarp_link_bw(self->if_name);
     if (rc < 0) {
         ucs_error("siwarp: device %s has no IPv4 address", self->if_name);
         return UCS_ERR_NO_DEVICE;
     }
+    self->link_bw = uct_siwarp_link_bw(self->if_name);
     self->tx_buf = ucs_malloc(self->config.seg_size, "siwarp tx_buf");
     if (self->tx_buf == NULL) {
         return UCS_ERR_NO_MEMORY;
@@ -666,9 +673,9 @@ static UCS_CLASS_CLEANUP_FUNC(uct_siwarp_iface_t)
         ucs_free(op);
     }
     ucs_free(self->words);
-    ucs_free(self->free_slots);
+    ucs_free(self->slots.free);
     ucs_free(self->bounce);
-    ucs_free(self->free_bounce);
+    ucs_free(self->bounces.free);
     ucs_free(self->tx_buf);
 }
 
