@@ -14,6 +14,19 @@
 #include "qp_pair.h"
 #include "swp.h"
 
+void swp_test_nego(struct swp_nego *n, const struct swp_test_pair_opts *o, bool initiator)
+{
+    memset(n, 0, sizeof(*n));
+    n->mpa_rev = 2;
+    n->crc = o->crc;
+    n->markers_tx = n->markers_rx = o->markers;
+    n->ird = n->ord = o->ird_ord;
+    n->mulpdu = o->mulpdu;
+    n->max_rx_ulpdu = 65535;
+    n->rfc7306 = n->peer_is_siwarp = o->rfc7306;
+    n->initiator = initiator;
+}
+
 void swp_test_pair_setup(struct swp_test_pair *p, const struct swp_test_pair_opts *o)
 {
     struct siwarp_qp_init_attr a = { 0 };
@@ -37,17 +50,9 @@ void swp_test_pair_setup(struct swp_test_pair *p, const struct swp_test_pair_opt
         ASSERT_OK(setsockopt(fd[0], SOL_SOCKET, SO_SNDBUF, &o->sndbuf, sizeof(o->sndbuf)));
         ASSERT_OK(setsockopt(fd[1], SOL_SOCKET, SO_RCVBUF, &o->sndbuf, sizeof(o->sndbuf)));
     }
-    memset(&n, 0, sizeof(n));
-    n.mpa_rev = 2;
-    n.crc = o->crc;
-    n.markers_tx = n.markers_rx = o->markers;
-    n.ird = n.ord = o->ird_ord;
-    n.mulpdu = o->mulpdu;
-    n.max_rx_ulpdu = 65535;
-    n.rfc7306 = n.peer_is_siwarp = o->rfc7306;
-    n.initiator = true;
+    swp_test_nego(&n, o, true);
     ASSERT_OK(swp_qp_attach_fd(p->qp[0], fd[0], &n));
-    n.initiator = false;
+    swp_test_nego(&n, o, false);
     ASSERT_OK(swp_qp_attach_fd(p->qp[1], fd[1], &n));
 }
 

@@ -33,6 +33,12 @@ struct swp_test_pair_opts {
 /* Fails the test case on any error. */
 void swp_test_pair_setup(struct swp_test_pair *p, const struct swp_test_pair_opts *o);
 
+/* What MPA would have agreed for o (the depth, cqe, sndbuf and tcp
+ * fields aside), for a test that attaches QPs of its own with
+ * swp_qp_attach_fd. */
+struct swp_nego;
+void swp_test_nego(struct swp_nego *n, const struct swp_test_pair_opts *o, bool initiator);
+
 /* Release what swp_test_pair_setup made; the case deregisters its MRs
  * first.  Fails the test case on any error. */
 void swp_test_pair_teardown(struct swp_test_pair *p);

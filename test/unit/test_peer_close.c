@@ -40,13 +40,8 @@ static void setup(struct one *o)
     a.max_inline = 64;
     ASSERT_OK(siwarp_create_qp(o->pd, &a, &o->qp));
     swp_test_tcp_pair(fd);
-    memset(&n, 0, sizeof(n));
-    n.mpa_rev = 2;
-    n.crc = true;
-    n.ird = n.ord = 4;
-    n.mulpdu = 16000;
-    n.max_rx_ulpdu = 65535;
-    n.initiator = true;
+    swp_test_nego(&n, &(struct swp_test_pair_opts){ .ird_ord = 4, .mulpdu = 16000, .crc = true },
+                  true);
     ASSERT_OK(swp_qp_attach_fd(o->qp, fd[0], &n));
     o->raw = fd[1];
 }

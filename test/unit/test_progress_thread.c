@@ -34,19 +34,14 @@ struct env {
 
 static void env_setup(struct env *e)
 {
+    const struct swp_test_pair_opts o = { .ird_ord = 8, .mulpdu = 16384, .crc = true,
+                                          .rfc7306 = true };
     struct siwarp_qp_init_attr a = { 0 };
     struct swp_nego n;
     int fd[2];
 
     memset(e, 0, sizeof(*e));
     swp_test_tcp_pair(fd);
-    memset(&n, 0, sizeof(n));
-    n.mpa_rev = 2;
-    n.crc = true;
-    n.ird = n.ord = 8;
-    n.mulpdu = 16384;
-    n.max_rx_ulpdu = 65535;
-    n.rfc7306 = n.peer_is_siwarp = true;
     for (int i = 0; i < 2; i++) {
         struct side *s = &e->s[i];
 
@@ -62,7 +57,7 @@ static void env_setup(struct env *e)
         for (int w = 0; w < 64; w++)
             s->buf[w] = (uint64_t)(i + 1) << 32 | (uint64_t)w;
         ASSERT_OK(siwarp_reg_mr(s->pd, s->buf, 64 * sizeof(uint64_t), ACC_ALL, &s->mr));
-        n.initiator = i == 0;
+        swp_test_nego(&n, &o, i == 0);
         ASSERT_OK(swp_qp_attach_fd(s->qp, fd[i], &n));
     }
 }
