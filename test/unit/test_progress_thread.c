@@ -100,24 +100,16 @@ static int req_wait(struct env *e, int ms, struct siwarp_wc *wc)
     return 0;
 }
 
-/* requester's word w <- responder's word rw, by an RDMA Read */
-static void post_read(struct env *e, int w, int rw)
+/* an 8-octet RDMA Read (requester's word w <- responder's word rw,
+ * signaled) or Write (the other way, unsignaled) */
+static void post_rdma(struct env *e, enum siwarp_wr_opcode op, int w, int rw)
 {
     struct siwarp_sge sge = { &e->s[0].buf[w], 8, siwarp_mr_stag(e->s[0].mr) };
-    struct siwarp_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
-                                 .opcode = SIWARP_WR_READ, .send_flags = SIWARP_SEND_SIGNALED };
+    struct siwarp_send_wr wr = { .wr_id = (uint64_t)op, .sg_list = &sge, .num_sge = 1,
+                                 .opcode = op };
 
-    wr.rdma.remote_addr = (uintptr_t)&e->s[1].buf[rw];
-    wr.rdma.rkey = siwarp_mr_stag(e->s[1].mr);
-    ASSERT_OK(siwarp_post_send(e->s[0].qp, &wr, NULL));
-}
-
-static void post_write(struct env *e, int w, int rw)
-{
-    struct siwarp_sge sge = { &e->s[0].buf[w], 8, siwarp_mr_stag(e->s[0].mr) };
-    struct siwarp_send_wr wr = { .wr_id = 2, .sg_list = &sge, .num_sge = 1,
-                                 .opcode = SIWARP_WR_WRITE };
-
+    if (op == SIWARP_WR_READ)
+        wr.send_flags = SIWARP_SEND_SIGNALED;
     wr.rdma.remote_addr = (uintptr_t)&e->s[1].buf[rw];
     wr.rdma.rkey = siwarp_mr_stag(e->s[1].mr);
     ASSERT_OK(siwarp_post_send(e->s[0].qp, &wr, NULL));
@@ -147,7 +139,7 @@ TEST(a_responder_that_never_calls_the_library_is_served)
     struct env e;
 
     env_setup(&e);
-    post_read(&e, 0, 5);
+    post_rdma(&e, SIWARP_WR_READ, 0, 5);
     ASSERT_EQ(req_wait(&e, 300, &wc), 0);
 
     ASSERT_OK(siwarp_ctx_start_progress_thread(e.s[1].ctx, 100));
@@ -157,8 +149,8 @@ TEST(a_responder_that_never_calls_the_library_is_served)
     ASSERT_EQ(e.s[0].buf[0], 2ull << 32 | 5);
 
     e.s[0].buf[1] = 0x1122334455667788ull;
-    post_write(&e, 1, 7);
-    post_read(&e, 2, 7);            /* behind the Write: it is placed first */
+    post_rdma(&e, SIWARP_WR_WRITE, 1, 7);
+    post_rdma(&e, SIWARP_WR_READ, 2, 7);            /* behind the Write: it is placed first */
     ASSERT_EQ(req_wait(&e, 5000, &wc), 1);
     ASSERT_EQ(wc.status, SIWARP_WC_SUCCESS);
     ASSERT_EQ(e.s[1].buf[7], 0x1122334455667788ull);
@@ -196,7 +188,7 @@ TEST(an_application_that_polls_keeps_the_thread_asleep)
     while (now_ms() < end) {
         int n = 0;
 
-        post_read(&e, 0, reads % 64);
+        post_rdma(&e, SIWARP_WR_READ, 0, reads % 64);
         while (n == 0) {
             ASSERT(siwarp_progress(e.s[1].ctx) >= 0);
             ASSERT((n = siwarp_poll_cq(e.s[0].cq, 1, &wc)) >= 0);
