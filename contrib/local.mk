@@ -21,6 +21,10 @@ EXTRA_DIST += contrib/turnaround.c
 # a spinner on the core (built by hand, see its header; PERFORMANCE.md,
 # probes up to d9c7358)
 EXTRA_DIST += contrib/wait-pingpong.c
+
+# tcp-two-sockets.c: a ping-pong on one TCP connection against one per
+# direction (built by hand, see its header; uct_siwarp_conn.c cites it)
+EXTRA_DIST += contrib/tcp-two-sockets.c
 EXTRA_DIST += contrib/ompi5-root.sh
 
 # in the tarball too (make dist): the analysis, and the probes it cites

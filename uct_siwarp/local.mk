@@ -13,6 +13,7 @@ uct_siwarp_libuct_siwarp_la_SOURCES = \
 	uct_siwarp/uct_siwarp_md.c \
 	uct_siwarp/uct_siwarp_iface.c \
 	uct_siwarp/uct_siwarp_cm.c \
+	uct_siwarp/uct_siwarp_conn.c \
 	uct_siwarp/uct_siwarp_ep.c \
 	uct_siwarp/uct_siwarp_amo.c \
 	uct_siwarp/uct_siwarp_auth.c

@@ -34,19 +34,32 @@ typedef struct uct_siwarp_am_hdr {
 /* What the two MPA private data blocks carry (RFC 5044 7.1: up to 512
  * octets of opaque ULP data).  Little-endian host order: both ends are this
  * module on the same architecture (the magic tells anything else apart).
- * nonce and mac authenticate the connection (uct_siwarp_auth.c). */
-#define UCT_SIWARP_PD_MAGIC   0x32435455u   /* "UTC2": with authentication */
+ * One connection carries both directions (uct_siwarp_conn.c), so each end
+ * names to the other its credit word (where the other end reports the AMs
+ * it consumed) and a word to Read for flush; the Request also names the
+ * initiator's own iface (its listener), with src_mac proving that the
+ * initiator holds that iface's secret.  nonce and mac authenticate the
+ * connection (uct_siwarp_auth.c). */
+#define UCT_SIWARP_PD_MAGIC   0x33435455u   /* "UTC3": one connection, both ways */
 #define UCT_SIWARP_FIN_MAGIC  0x4e494655u   /* "UFIN" */
 #define UCT_SIWARP_SECRET_LEN 16
 #define UCT_SIWARP_NONCE_LEN  16
 #define UCT_SIWARP_MAC_LEN    32            /* HMAC-SHA256 */
 typedef struct uct_siwarp_conn_pd {
     uint32_t magic;
-    uint32_t stag;      /* Request: the credit word; Reply: the flush word */
-    uint64_t addr;
+    uint32_t credit_stag;   /* the sender's credit word */
+    uint64_t credit_addr;
+    uint64_t flush_addr;    /* a word of its iface the other end may Read */
+    uint32_t flush_stag;
+    uint32_t src_ipv4;      /* Request: the initiator iface's listener, network order */
+    uint16_t src_port;      /* Request: network order */
+    uint16_t rx_depth;      /* receive buffers this end posted for the other */
+    uint32_t reserved;
     uint8_t  nonce[UCT_SIWARP_NONCE_LEN];
+    uint8_t  src_mac[UCT_SIWARP_MAC_LEN];   /* Request: HMAC(initiator's secret, ...) */
     uint8_t  mac[UCT_SIWARP_MAC_LEN];       /* last: covers everything before */
 } uct_siwarp_conn_pd_t;
+_Static_assert(sizeof(uct_siwarp_conn_pd_t) == 120, "MPA private data of uct_siwarp");
 
 /* The initiator's first Send on a connection: the proof of step 3. */
 typedef struct uct_siwarp_auth_fin {
@@ -101,6 +114,10 @@ typedef struct uct_siwarp_iface_config {
     int                progress_thread;
 } uct_siwarp_iface_config_t;
 
+/* wr_id of the connection's own WRs (credit Writes, the first Send): no
+ * op's address */
+#define UCT_SIWARP_WRID_CONN ((uint64_t)1)
+
 /* Kinds of signaled work request, named by the op in its wr_id. */
 enum {
     UCT_SIWARP_OP_TX,        /* zcopy Send / Write / Read: a completion to call */
@@ -150,10 +167,6 @@ typedef struct uct_siwarp_op {
     uint8_t              hdr[];        /* AM zcopy: prefix + user header */
 } uct_siwarp_op_t;
 
-/* Either end of a connection: eps connect, rx conns are accepted.  The
- * first field of both, so that a QP's context tells which one it is. */
-enum { UCT_SIWARP_CONN_EP, UCT_SIWARP_CONN_RX };
-
 typedef struct uct_siwarp_iface {
     uct_base_iface_t       super;
     uct_siwarp_md_t        *md;
@@ -174,7 +187,7 @@ typedef struct uct_siwarp_iface {
     uct_siwarp_op_t        *free_ops;
     size_t                 op_size;
     ucs_list_link_t        eps;
-    ucs_list_link_t        rx_conns;
+    ucs_list_link_t        conns;        /* uct_siwarp_conn_t, both roles */
     int                    event_fd;
     uint8_t                secret[UCT_SIWARP_SECRET_LEN];   /* uct_siwarp_auth.c */
     struct {
@@ -186,72 +199,99 @@ typedef struct uct_siwarp_iface {
         int      llp_timeout_ms;
     } config;
     int                    pt_user;   /* counted in md->pt_users */
+    unsigned               verified;       /* accepted connections verified, ever */
+    unsigned               verified_seen;  /* ... when eps last looked for a merge */
 } uct_siwarp_iface_t;
 
 enum { UCT_SIWARP_EP_CONNECTING, UCT_SIWARP_EP_CONNECTED, UCT_SIWARP_EP_FAILED };
 
+typedef struct uct_siwarp_conn uct_siwarp_conn_t;
+
 struct uct_siwarp_ep {
     uct_base_ep_t     super;
-    int               conn_kind;         /* UCT_SIWARP_CONN_EP */
-    struct siwarp_qp  *qp;
+    uct_siwarp_conn_t *conn;             /* the connection it sends on */
+    uct_siwarp_conn_t *merge_to;         /* the one it moves to (uct_siwarp_conn.c) */
     int               state;
     ucs_list_link_t   list;
     ucs_queue_head_t  pending_q;
+    unsigned          tx_avail;          /* free send queue slots */
+    int               unflushed;         /* posted since the last flush Read */
+    int               fence;             /* next WR waits for earlier Reads */
+    int               dispatching;       /* pending requests are being called */
+    unsigned          xor_inflight;      /* XORs whose CmpSwap is yet to come */
+    ucs_status_t      fail_status;       /* FAILED: why */
+    int               fail_reported;     /* uct_iface_handle_ep_err called */
+};
+
+/* One iWARP connection between two ifaces, carrying AMs, Writes and Reads
+ * both ways (uct_siwarp_conn.c).  The iface owns it; at most one ep of
+ * each end sends on it at a time. */
+enum { UCT_SIWARP_CONN_CONNECTING, UCT_SIWARP_CONN_UP, UCT_SIWARP_CONN_FAILED };
+
+struct uct_siwarp_conn {
+    uct_siwarp_iface_t *iface;
+    struct siwarp_qp  *qp;
+    ucs_list_link_t   list;              /* iface->conns */
+    uct_siwarp_ep_t   *ep;               /* the ep sending on it, or NULL */
+    int               initiator;
+    int               state;
+    int               verified;          /* acceptor: the first Send proved the key */
+    int               error;             /* FAILED: 0 for an orderly close by the peer */
+    struct sockaddr_in peer_addr;        /* the peer iface's listener */
+    uint8_t           peer_secret[UCT_SIWARP_SECRET_LEN];
+    int               peer_known;        /* acceptor: src_mac checked with peer_secret */
+    /* receiving: AMs from the peer */
+    void              *bufs;
+    struct siwarp_mr  *bufs_mr;
+    uint64_t          consumed;          /* AMs handed to UCT, ever */
+    uint64_t          reported;          /* last value written to the peer */
+    uint64_t          report_src;        /* inline source of that Write */
+    uint32_t          peer_credit_stag;  /* where reports go: the peer's credit word */
+    uint64_t          peer_credit_addr;
+    /* sending: the peer's receive buffers and words */
     uint64_t          *credit_word;      /* written by the peer: AMs it consumed */
     struct siwarp_mr  *credit_mr;
     uint64_t          am_sent;
     unsigned          peer_rx_depth;
     uint32_t          peer_flush_stag;
     uint64_t          peer_flush_addr;
-    unsigned          tx_avail;          /* free send queue slots */
-    unsigned          outstanding;       /* signaled WRs not yet completed */
-    int               unflushed;         /* posted since the last flush Read */
-    int               fence;             /* next WR waits for earlier Reads */
     int               rfc7306;
-    int               dispatching;       /* pending requests are being called */
-    unsigned          xor_inflight;      /* XORs whose CmpSwap is yet to come */
-    ucs_status_t      fail_status;       /* FAILED: why */
-    int               fail_reported;     /* uct_iface_handle_ep_err called */
-    uint8_t           peer_secret[UCT_SIWARP_SECRET_LEN];   /* from its iface address */
-    uct_siwarp_conn_pd_t req;            /* the MPA Request sent */
-    struct sockaddr_in peer_addr;        /* the peer iface's listener */
-};
-
-typedef struct uct_siwarp_rx_conn {
-    int               conn_kind;         /* UCT_SIWARP_CONN_RX */
-    uct_siwarp_iface_t *iface;
-    struct siwarp_qp  *qp;
-    ucs_list_link_t   list;
-    void              *bufs;
-    struct siwarp_mr  *bufs_mr;
-    uint64_t          consumed;          /* AMs handed to UCT, ever */
-    uint64_t          reported;          /* last value written to the peer */
-    uint64_t          report_src;        /* inline source of that Write */
-    uint32_t          credit_stag;       /* the initiator's credit word */
-    uint64_t          credit_addr;
-    int               failed;
-    uct_siwarp_conn_pd_t req, rep;       /* the MPA exchange, for the first Send */
+    uct_siwarp_conn_pd_t req, rep;       /* the MPA exchange */
     char              peer[48];          /* address:port, for messages */
-} uct_siwarp_rx_conn_t;
+};
 
 extern uct_component_t uct_siwarp_component;
 
 ucs_status_t uct_siwarp_status(int rc);
 
+/* conn */
+uct_siwarp_conn_t *uct_siwarp_conn_new(uct_siwarp_iface_t *iface, int initiator);
+void uct_siwarp_conn_destroy(uct_siwarp_conn_t *conn);
+void uct_siwarp_conn_pd_fill(uct_siwarp_conn_t *conn, uct_siwarp_conn_pd_t *pd);
+unsigned uct_siwarp_conn_handle(uct_siwarp_conn_t *conn, const struct siwarp_wc *wc);
+void uct_siwarp_conn_set_failed(uct_siwarp_conn_t *conn, int error, const char *why);
+void uct_siwarp_conn_reap(uct_siwarp_iface_t *iface);
+uct_siwarp_conn_t *uct_siwarp_conn_find(uct_siwarp_iface_t *iface, const struct sockaddr_in *peer,
+                                        const uint8_t *peer_secret);
+void uct_siwarp_conn_report(uct_siwarp_conn_t *conn);
+uct_siwarp_conn_t *uct_siwarp_conn_merge_target(uct_siwarp_conn_t *conn);
+
 /* cm */
 ucs_status_t uct_siwarp_listen(uct_siwarp_iface_t *iface);
 unsigned uct_siwarp_accept_progress(uct_siwarp_iface_t *iface);
-void uct_siwarp_rx_conn_destroy(uct_siwarp_rx_conn_t *rx);
-void uct_siwarp_rx_reap(uct_siwarp_iface_t *iface);
-unsigned uct_siwarp_rx_handle(uct_siwarp_rx_conn_t *rx, const struct siwarp_wc *wc);
+ucs_status_t uct_siwarp_connect(uct_siwarp_iface_t *iface, const struct sockaddr_in *peer,
+                                const uct_siwarp_iface_addr_t *ia, uct_siwarp_conn_t **conn_p);
 /* peer_flags: UCT_SIWARP_IFACE_F_* of the peer (an initiator), SOFT for a listener */
 void uct_siwarp_conn_param(uct_siwarp_iface_t *iface, struct siwarp_conn_param *p,
                            unsigned peer_flags);
+int  uct_siwarp_conn_check_up(uct_siwarp_conn_t *conn);
 int  uct_siwarp_ep_check_connected(uct_siwarp_ep_t *ep);
 
 /* auth */
 int  uct_siwarp_auth_random(void *buf, size_t len);
-int  uct_siwarp_auth_sign_request(const uint8_t *secret, uct_siwarp_conn_pd_t *req);
+int  uct_siwarp_auth_sign_request(const uint8_t *secret, const uint8_t *own_secret,
+                                  uct_siwarp_conn_pd_t *req);
+int  uct_siwarp_auth_check_src(const uint8_t *peer_secret, const uct_siwarp_conn_pd_t *req);
 int  uct_siwarp_auth_check_request(const uct_siwarp_iface_t *iface,
                                    const uct_siwarp_conn_pd_t *req);
 int  uct_siwarp_auth_sign_reply(const uct_siwarp_iface_t *iface, const uct_siwarp_conn_pd_t *req,
@@ -296,7 +336,9 @@ void uct_siwarp_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb
 ucs_status_t uct_siwarp_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp);
 ucs_status_t uct_siwarp_ep_fence(uct_ep_h tl_ep, unsigned flags);
 unsigned uct_siwarp_ep_progress_pending(uct_siwarp_ep_t *ep);
-void uct_siwarp_ep_tx_done(uct_siwarp_iface_t *iface, const struct siwarp_wc *wc);
+void uct_siwarp_ep_tx_done(uct_siwarp_ep_t *ep, const struct siwarp_wc *wc);
+void uct_siwarp_ep_conn_failed(uct_siwarp_ep_t *ep);
+unsigned uct_siwarp_ep_merge_progress(uct_siwarp_ep_t *ep);
 void uct_siwarp_ep_set_failed(uct_siwarp_ep_t *ep, ucs_status_t status);
 unsigned uct_siwarp_ep_report_failures(uct_siwarp_iface_t *iface);
 ucs_status_t uct_siwarp_ep_post(uct_siwarp_ep_t *ep, struct siwarp_send_wr *wr);

@@ -102,7 +102,7 @@ static ucs_status_t uct_siwarp_amo_post(uct_ep_h tl_ep, uct_atomic_op_t opcode, 
     } else if (rc < 0) {
         return ep->fail_status;
     }
-    if (!ep->rfc7306) {
+    if (!ep->conn->rfc7306) {
         ucs_error("siwarp: the peer did not negotiate RFC 7306 atomics");
         return UCS_ERR_UNSUPPORTED;
     }

@@ -10,7 +10,9 @@
  * never given the address -- a stranger on the network -- does not know it.
  * With S the acceptor's secret, a connection goes:
  *   1. initiator -> acceptor, MPA Request: the private data (credit word,
- *      a fresh nonce N_I) and mac = HMAC-SHA256(S, "REQ" || pd without mac).
+ *      its own iface's listener, a fresh nonce N_I, and src_mac =
+ *      HMAC(S_I, "SRC" || pd up to src_mac) with S_I the initiator's own
+ *      secret) and mac = HMAC-SHA256(S, "REQ" || pd without mac).
  *      The acceptor checks it before it creates anything: a stranger gets an
  *      MPA Reject and a rate-limited warning naming its address.
  *   2. acceptor -> initiator, MPA Reply: flush word, a fresh nonce N_R and
@@ -21,6 +23,10 @@
  *      libsiwarp holds every other segment (siwarp_qp_verify_first_send):
  *      a recorded request played again gets a fresh N_R it cannot answer,
  *      so its connection fails before a byte of it is placed or delivered.
+ *   4. the acceptor sends on the connection (an ep of its own to the
+ *      initiator's iface, uct_siwarp_conn_find) only after step 3, and only
+ *      when src_mac checks with the secret of the iface address that ep was
+ *      given: the connection leads to that iface and to no one else.
  * Every mac is compared in constant time; nettle provides HMAC-SHA256
  * (the BTL uses it the same way, btl_siwarp_auth.c).
  */
@@ -70,16 +76,33 @@ static void uct_siwarp_auth_mac(const uint8_t *secret, const char label[4], cons
     hmac_sha256_digest(&h, UCT_SIWARP_MAC_LEN, mac);
 }
 
-int uct_siwarp_auth_sign_request(const uint8_t *secret, uct_siwarp_conn_pd_t *req)
+/* secret: the acceptor's (from its iface address); own_secret: the
+ * initiator iface's, for src_mac, which lets the acceptor send on this
+ * connection to the iface the Request names once it holds that iface's
+ * address too (uct_siwarp_conn_find) */
+int uct_siwarp_auth_sign_request(const uint8_t *secret, const uint8_t *own_secret,
+                                 uct_siwarp_conn_pd_t *req)
 {
     int rc = uct_siwarp_auth_random(req->nonce, sizeof(req->nonce));
 
     if (rc < 0) {
         return rc;
     }
+    uct_siwarp_auth_mac(own_secret, "SRC", req, offsetof(uct_siwarp_conn_pd_t, src_mac),
+                        NULL, 0, req->src_mac);
     uct_siwarp_auth_mac(secret, "REQ", req, offsetof(uct_siwarp_conn_pd_t, mac), NULL, 0,
                         req->mac);
     return 0;
+}
+
+/* the Request came from the iface whose secret is peer_secret */
+int uct_siwarp_auth_check_src(const uint8_t *peer_secret, const uct_siwarp_conn_pd_t *req)
+{
+    uint8_t mac[UCT_SIWARP_MAC_LEN];
+
+    uct_siwarp_auth_mac(peer_secret, "SRC", req, offsetof(uct_siwarp_conn_pd_t, src_mac),
+                        NULL, 0, mac);
+    return memeql_sec(mac, req->src_mac, sizeof(mac)) ? 0 : -EACCES;
 }
 
 int uct_siwarp_auth_check_request(const uct_siwarp_iface_t *iface,
@@ -127,20 +150,23 @@ void uct_siwarp_auth_fin(const uint8_t *secret, const uct_siwarp_conn_pd_t *req,
 int uct_siwarp_auth_verify_first(void *arg, struct siwarp_qp *qp, const void *data,
                                  uint32_t len)
 {
-    uct_siwarp_rx_conn_t *rx = arg;
+    uct_siwarp_conn_t *conn = arg;
     uct_siwarp_auth_fin_t want, got;
 
     if (len != sizeof(got)) {
-        uct_siwarp_auth_warn(rx->iface, rx->peer, "its first message has the wrong length");
+        uct_siwarp_auth_warn(conn->iface, conn->peer, "its first message has the wrong length");
         return -EACCES;
     }
     memcpy(&got, data, sizeof(got));
-    uct_siwarp_auth_fin(rx->iface->secret, &rx->req, &rx->rep, &want);
+    uct_siwarp_auth_fin(conn->iface->secret, &conn->req, &conn->rep, &want);
     if ((got.magic != want.magic) || !memeql_sec(got.mac, want.mac, sizeof(want.mac))) {
-        uct_siwarp_auth_warn(rx->iface, rx->peer,
+        uct_siwarp_auth_warn(conn->iface, conn->peer,
                              "its first message does not prove the key (a replayed request?)");
         return -EACCES;
     }
+    /* from here this end may send on the connection too */
+    conn->verified = 1;
+    conn->iface->verified++;      /* eps look for a second connection to merge */
     return 0;
 }
 

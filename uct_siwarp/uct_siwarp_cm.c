@@ -1,21 +1,14 @@
 /*
- * uct_siwarp_cm.c - connections.  Each ep connects to its peer iface's
- * listener: one iWARP connection per direction, as UCT's connect-to-iface
- * model has it (the receiving iface needs no ep of its own).  The accepting
- * side keeps an "rx conn": the QP, its receive buffers, and the credit
- * count it writes back to the initiator.
- *
- * iWARP has no receiver-not-ready retry: a Send that finds no posted buffer
- * is fatal to the stream (RFC 5041 7.2, DDP untagged buffer error), so an
- * initiator sends at most rx_depth AMs beyond what the receiver reported
- * consumed.  The receiver reports with an RDMA Write of its 64-bit consumed
- * count into the initiator's credit word (named in the MPA Request's
- * private data): a Write needs no receive buffer at the initiator.
+ * uct_siwarp_cm.c - connection establishment: the iface's listener and
+ * what it accepts, an ep's connect to a peer iface's listener, and the
+ * MPA exchange that authenticates both (uct_siwarp_auth.c).  What a
+ * connection is and how both ends use it: uct_siwarp_conn.c.
  */
 #include "uct_siwarp.h"
 
 #include <errno.h>
 #include <string.h>
+#include <arpa/inet.h>
 
 /* peer_flags: the peer iface address's UCT_SIWARP_IFACE_F_* (initiator),
  * or UCT_SIWARP_IFACE_F_SOFT for a listener, which answers only what a
@@ -60,136 +53,13 @@ ucs_status_t uct_siwarp_listen(uct_siwarp_iface_t *iface)
     return UCS_OK;
 }
 
-void uct_siwarp_rx_conn_destroy(uct_siwarp_rx_conn_t *rx)
-{
-    ucs_list_del(&rx->list);
-    if (rx->qp != NULL) {
-        siwarp_destroy_qp(rx->qp);
-    }
-    if (rx->bufs_mr != NULL) {
-        siwarp_dereg_mr(rx->bufs_mr);
-    }
-    ucs_free(rx->bufs);
-    ucs_free(rx);
-}
-
-static int uct_siwarp_rx_post(uct_siwarp_rx_conn_t *rx, unsigned idx)
-{
-    size_t seg = rx->iface->config.seg_size;
-    struct siwarp_sge sge = {
-        .addr   = (char*)rx->bufs + idx * seg,
-        .length = (uint32_t)seg,
-        .lkey   = siwarp_mr_stag(rx->bufs_mr),
-    };
-    struct siwarp_recv_wr wr = { .wr_id = idx, .sg_list = &sge, .num_sge = 1 };
-    struct siwarp_recv_wr *bad;
-
-    return siwarp_post_recv(rx->qp, &wr, &bad);
-}
-
-/* Tell the initiator how many AMs were consumed once a quarter of its
- * window was; the count is monotonic, so a lost race only delays it. */
-static void uct_siwarp_rx_report(uct_siwarp_rx_conn_t *rx)
-{
-    struct siwarp_sge sge = { .addr = &rx->report_src, .length = 8 };
-    struct siwarp_send_wr wr = {
-        .sg_list    = &sge,
-        .num_sge    = 1,
-        .opcode     = SIWARP_WR_WRITE,
-        .send_flags = SIWARP_SEND_INLINE,
-    };
-    struct siwarp_send_wr *bad;
-    unsigned threshold = ucs_max(1, rx->iface->config.rx_depth / 4);
-    int rc;
-
-    if (rx->consumed - rx->reported < threshold) {
-        return;
-    }
-    rx->report_src      = rx->consumed;
-    wr.rdma.remote_addr = rx->credit_addr;
-    wr.rdma.rkey        = rx->credit_stag;
-    rc = siwarp_post_send(rx->qp, &wr, &bad);
-    if (rc < 0) {
-        /* send queue full: the next consumed AM tries again */
-        ucs_debug("siwarp: credit report deferred: %s", strerror(-rc));
-        return;
-    }
-    rx->reported = rx->consumed;
-}
-
-unsigned uct_siwarp_rx_handle(uct_siwarp_rx_conn_t *rx, const struct siwarp_wc *wc)
-{
-    uct_siwarp_iface_t *iface = rx->iface;
-    const uct_siwarp_am_hdr_t *hdr;
-    char *buf;
-    int rc;
-
-    if (wc->status != SIWARP_WC_SUCCESS) {
-        /* the initiator closed (its ep was destroyed) or the link failed:
-         * the receive WRs flush; the first one takes the connection down */
-        if (!rx->failed) {
-            ucs_debug("siwarp: rx conn %p closed: %s", rx, siwarp_wc_status_str(wc->status));
-            rx->failed = 1;   /* destroyed after this poll batch (uct_siwarp_rx_reap) */
-        }
-        return 0;
-    }
-    if (rx->failed) {
-        return 0;
-    }
-    if (wc->opcode != SIWARP_WC_RECV) {
-        return 0;                              /* a credit Write that was signaled */
-    }
-    if ((wc->wr_id >= iface->config.rx_depth) ||
-        (wc->byte_len < sizeof(uct_siwarp_am_hdr_t))) {
-        ucs_error("siwarp: malformed active message (%u bytes) from a peer: closing it",
-                  wc->byte_len);
-        siwarp_qp_to_error(rx->qp);
-        rx->failed = 1;
-        return 0;
-    }
-    buf = (char*)rx->bufs + wc->wr_id * iface->config.seg_size;
-    hdr = (const uct_siwarp_am_hdr_t*)buf;
-    if (hdr->am_id >= UCT_AM_ID_MAX) {
-        ucs_error("siwarp: active message id %u from a peer is out of range: closing it",
-                  hdr->am_id);
-        siwarp_qp_to_error(rx->qp);
-        rx->failed = 1;
-        return 0;
-    }
-    uct_iface_invoke_am(&iface->super, hdr->am_id, buf + sizeof(*hdr),
-                        wc->byte_len - sizeof(*hdr), 0);
-    /* the buffer goes back before the credit that lets the peer fill it */
-    rc = uct_siwarp_rx_post(rx, (unsigned)wc->wr_id);
-    if (rc < 0) {
-        ucs_error("siwarp: reposting a receive buffer: %s", strerror(-rc));
-        return 1;
-    }
-    rx->consumed++;
-    uct_siwarp_rx_report(rx);
-    return 1;
-}
-
 static void uct_siwarp_accept_one(uct_siwarp_iface_t *iface, struct siwarp_conn_req *req)
 {
-    struct siwarp_qp_init_attr attr = {
-        .send_cq     = iface->cq,
-        .recv_cq     = iface->cq,
-        .max_send_wr = 64,
-        .max_recv_wr = iface->config.rx_depth,
-        .max_sge     = 1,
-        .max_inline  = 64,
-    };
-    uct_siwarp_conn_pd_t rep = {
-        .magic = UCT_SIWARP_PD_MAGIC,
-        .stag  = siwarp_mr_stag(iface->words_mr),
-        .addr  = (uintptr_t)&iface->words[0],
-    };
     struct siwarp_conn_param p;
     struct sockaddr_storage peer;
-    uct_siwarp_conn_pd_t cpd;
-    uct_siwarp_rx_conn_t *rx;
+    uct_siwarp_conn_pd_t cpd, rep;
+    uct_siwarp_conn_t *conn;
     char from[48];
-    unsigned i;
     int rc;
 
     rc = siwarp_conn_req_param(req, &p, &peer);
@@ -211,65 +81,54 @@ static void uct_siwarp_accept_one(uct_siwarp_iface_t *iface, struct siwarp_conn_
                              "key (a process that was not given the iface address)");
         goto reject;
     }
+    if (cpd.rx_depth == 0) {
+        uct_siwarp_auth_warn(iface, from, "its MPA Request offers no receive buffers");
+        goto reject;
+    }
+    conn = uct_siwarp_conn_new(iface, 0);
+    if (conn == NULL) {
+        goto reject;
+    }
+    conn->req                     = cpd;
+    conn->peer_addr.sin_family    = AF_INET;
+    conn->peer_addr.sin_addr.s_addr = cpd.src_ipv4;
+    conn->peer_addr.sin_port      = cpd.src_port;
+    conn->peer_credit_stag        = cpd.credit_stag;
+    conn->peer_credit_addr        = cpd.credit_addr;
+    conn->peer_flush_stag         = cpd.flush_stag;
+    conn->peer_flush_addr         = cpd.flush_addr;
+    conn->peer_rx_depth           = cpd.rx_depth;
+    ucs_snprintf_safe(conn->peer, sizeof(conn->peer), "%s:%u",
+                      inet_ntoa(conn->peer_addr.sin_addr), ntohs(cpd.src_port));
+    uct_siwarp_conn_pd_fill(conn, &rep);
     if (uct_siwarp_auth_sign_reply(iface, &cpd, &rep) < 0) {
         ucs_error("siwarp: no random nonce for a connection: %s", strerror(errno));
-        goto reject;
-    }
-    rx = ucs_calloc(1, sizeof(*rx), "siwarp rx conn");
-    if (rx == NULL) {
-        goto reject;
-    }
-    rx->conn_kind   = UCT_SIWARP_CONN_RX;
-    rx->iface       = iface;
-    rx->credit_stag = cpd.stag;
-    rx->credit_addr = cpd.addr;
-    rx->req         = cpd;
-    rx->rep         = rep;
-    ucs_strncpy_safe(rx->peer, from, sizeof(rx->peer));
-    ucs_list_add_tail(&iface->rx_conns, &rx->list);
-    rx->bufs = ucs_malloc(iface->config.rx_depth * iface->config.seg_size, "siwarp rx bufs");
-    if (rx->bufs == NULL) {
         goto err;
     }
-    rc = siwarp_reg_mr(iface->md->pd, rx->bufs, iface->config.rx_depth * iface->config.seg_size,
-                       SIWARP_ACCESS_LOCAL_WRITE, &rx->bufs_mr);
-    if (rc < 0) {
-        ucs_error("siwarp: registering receive buffers: %s", strerror(-rc));
-        goto err;
-    }
-    rc = siwarp_create_qp(iface->md->pd, &attr, &rx->qp);
-    if (rc < 0) {
-        ucs_error("siwarp: siwarp_create_qp (accept): %s", strerror(-rc));
-        goto err;
-    }
-    siwarp_qp_set_context(rx->qp, &rx->conn_kind);
+    conn->rep = rep;
     /* step 3: nothing of the connection is placed or delivered before its
      * first Send proved the key over this Reply's fresh nonce */
-    rc = siwarp_qp_verify_first_send(rx->qp, uct_siwarp_auth_verify_first, rx,
+    rc = siwarp_qp_verify_first_send(conn->qp, uct_siwarp_auth_verify_first, conn,
                                      sizeof(uct_siwarp_auth_fin_t), iface->config.llp_timeout_ms);
     if (rc < 0) {
         ucs_error("siwarp: siwarp_qp_verify_first_send: %s", strerror(-rc));
         goto err;
     }
-    for (i = 0; i < iface->config.rx_depth; i++) {
-        rc = uct_siwarp_rx_post(rx, i);
-        if (rc < 0) {
-            ucs_error("siwarp: posting receive buffers: %s", strerror(-rc));
-            goto err;
-        }
-    }
     uct_siwarp_conn_param(iface, &p, UCT_SIWARP_IFACE_F_SOFT);
     p.private_data     = &rep;
     p.private_data_len = sizeof(rep);
-    rc = siwarp_accept(req, rx->qp, &p);
+    rc = siwarp_accept(req, conn->qp, &p);
     if (rc < 0) {
         ucs_error("siwarp: siwarp_accept: %s", strerror(-rc));
-        uct_siwarp_rx_conn_destroy(rx);
+        uct_siwarp_conn_destroy(conn);
+        return;
     }
+    /* posting is allowed from here; this end sends only once verified */
+    conn->state = UCT_SIWARP_CONN_UP;
     return;
 
 err:
-    uct_siwarp_rx_conn_destroy(rx);
+    uct_siwarp_conn_destroy(conn);
 reject:
     ucs_debug("siwarp: rejecting a connection request on %s", iface->if_name);
     siwarp_reject(req, NULL, 0);
@@ -287,65 +146,84 @@ unsigned uct_siwarp_accept_progress(uct_siwarp_iface_t *iface)
     return count;
 }
 
-static const char *ep_iface_name(uct_siwarp_ep_t *ep)
+/* A new connection to the iface listening at peer (ia: its iface
+ * address), asynchronous: uct_siwarp_conn_check_up tells when it is up. */
+ucs_status_t uct_siwarp_connect(uct_siwarp_iface_t *iface, const struct sockaddr_in *peer,
+                                const uct_siwarp_iface_addr_t *ia, uct_siwarp_conn_t **conn_p)
 {
-    return ucs_derived_of(ep->super.super.iface, uct_siwarp_iface_t)->if_name;
-}
+    struct siwarp_conn_param p;
+    uct_siwarp_conn_t *conn;
+    int rc;
 
-/* Destroy the rx conns whose connection ended: after a poll batch, since
- * later entries of the batch may name their QP. */
-void uct_siwarp_rx_reap(uct_siwarp_iface_t *iface)
-{
-    uct_siwarp_rx_conn_t *rx, *tmp;
-
-    ucs_list_for_each_safe(rx, tmp, &iface->rx_conns, list) {
-        if (rx->failed) {
-            uct_siwarp_rx_conn_destroy(rx);   /* drops its queued completions */
-        }
+    conn = uct_siwarp_conn_new(iface, 1);
+    if (conn == NULL) {
+        return UCS_ERR_NO_MEMORY;
     }
+    conn->peer_addr     = *peer;
+    conn->peer_rx_depth = ia->rx_depth;
+    memcpy(conn->peer_secret, ia->secret, sizeof(conn->peer_secret));
+    ucs_snprintf_safe(conn->peer, sizeof(conn->peer), "%s:%u", inet_ntoa(peer->sin_addr),
+                      ntohs(peer->sin_port));
+    uct_siwarp_conn_pd_fill(conn, &conn->req);
+    /* signed with the key the peer's iface address carries (step 1 of
+     * uct_siwarp_auth.c); kept for the check of its Reply */
+    rc = uct_siwarp_auth_sign_request(conn->peer_secret, iface->secret, &conn->req);
+    if (rc < 0) {
+        ucs_error("siwarp: no random nonce for a connection: %s", strerror(-rc));
+        goto err;
+    }
+    uct_siwarp_conn_param(iface, &p, ia->flags);
+    p.private_data     = &conn->req;
+    p.private_data_len = sizeof(conn->req);
+    rc = siwarp_connect(conn->qp, (const struct sockaddr*)peer, sizeof(*peer), &p);
+    if (rc < 0) {
+        ucs_error("siwarp: siwarp_connect to %s: %s", conn->peer, strerror(-rc));
+        goto err;
+    }
+    *conn_p = conn;
+    return UCS_OK;
+
+err:
+    uct_siwarp_conn_destroy(conn);
+    return uct_siwarp_status(rc);
 }
 
-/* Step 3 of uct_siwarp_auth.c: the first WR on the QP, before anything
- * the ep posts, and outside the pending queue (which may hold requests
- * that waited for the connection).  Signaled, so its slot comes back. */
-static int uct_siwarp_ep_send_fin(uct_siwarp_ep_t *ep, const uct_siwarp_conn_pd_t *rep)
+/* Step 3 of uct_siwarp_auth.c: the first WR on the QP, before anything an
+ * ep posts.  Unsignaled (the connection's own, UCT_SIWARP_WRID_CONN). */
+static int uct_siwarp_conn_send_fin(uct_siwarp_conn_t *conn)
 {
     uct_siwarp_auth_fin_t fin;
     struct siwarp_sge sge = { .addr = &fin, .length = sizeof(fin) };
     struct siwarp_send_wr wr = {
-        .wr_id      = 0,               /* no op: uct_siwarp_ep_tx_done only counts it */
+        .wr_id      = UCT_SIWARP_WRID_CONN,
         .sg_list    = &sge,
         .num_sge    = 1,
         .opcode     = SIWARP_WR_SEND,
-        .send_flags = SIWARP_SEND_INLINE | SIWARP_SEND_SIGNALED,
+        .send_flags = SIWARP_SEND_INLINE,
     };
     struct siwarp_send_wr *bad;
-    int rc;
 
-    uct_siwarp_auth_fin(ep->peer_secret, &ep->req, rep, &fin);
-    rc = siwarp_post_send(ep->qp, &wr, &bad);
-    if (rc < 0) {
-        return rc;
-    }
-    ep->tx_avail--;
-    return 0;
+    uct_siwarp_auth_fin(conn->peer_secret, &conn->req, &conn->rep, &fin);
+    return siwarp_post_send(conn->qp, &wr, &bad);
 }
 
-/* Connected yet?  1: RTS, the acceptor's flush word known and whether
- * RFC 7306 was negotiated; 0: not yet; <0: failed (the ep is marked). */
-int uct_siwarp_ep_check_connected(uct_siwarp_ep_t *ep)
+/* Up yet?  1: RTS, the peer's words known and whether RFC 7306 was
+ * negotiated; 0: not yet; <0: failed (the connection is marked, and the
+ * ep on it with it). */
+int uct_siwarp_conn_check_up(uct_siwarp_conn_t *conn)
 {
     struct siwarp_qp_attr attr;
     uct_siwarp_conn_pd_t rep;
+    char why[160];
     int rc;
 
-    if (ep->state == UCT_SIWARP_EP_CONNECTED) {
+    if (conn->state == UCT_SIWARP_CONN_UP) {
         return 1;
     }
-    if (ep->state == UCT_SIWARP_EP_FAILED) {
+    if (conn->state == UCT_SIWARP_CONN_FAILED) {
         return -ECONNABORTED;
     }
-    rc = siwarp_query_qp(ep->qp, &attr);
+    rc = siwarp_query_qp(conn->qp, &attr);
     if (rc < 0) {
         return rc;
     }
@@ -353,39 +231,42 @@ int uct_siwarp_ep_check_connected(uct_siwarp_ep_t *ep)
         return 0;
     }
     if (attr.state != SIWARP_QPS_RTS) {
-        ucs_error("siwarp: connection on %s failed: %s", ep_iface_name(ep),
-                  attr.error_str[0] ? attr.error_str : strerror(-attr.error));
-        uct_siwarp_ep_set_failed(ep, uct_siwarp_status(attr.error ? attr.error : -EIO));
-        return -ECONNABORTED;
+        rc = attr.error ? attr.error : -EIO;
+        ucs_snprintf_safe(why, sizeof(why), "connecting failed: %s",
+                          attr.error_str[0] ? attr.error_str : strerror(-rc));
+        uct_siwarp_conn_set_failed(conn, rc, why);
+        return rc;
     }
     if (attr.peer_private_data_len != sizeof(rep)) {
-        ucs_error("siwarp: the peer's MPA Reply carries %u octets of private data, not %zu",
-                  attr.peer_private_data_len, sizeof(rep));
-        uct_siwarp_ep_set_failed(ep, UCS_ERR_UNREACHABLE);
+        ucs_snprintf_safe(why, sizeof(why), "its MPA Reply carries %u octets of private "
+                          "data, not %zu", attr.peer_private_data_len, sizeof(rep));
+        uct_siwarp_conn_set_failed(conn, -EPROTO, why);
         return -EPROTO;
     }
     memcpy(&rep, attr.peer_private_data, sizeof(rep));
-    if (rep.magic != UCT_SIWARP_PD_MAGIC) {
-        ucs_error("siwarp: the peer's MPA Reply is not from a uct_siwarp iface");
-        uct_siwarp_ep_set_failed(ep, UCS_ERR_UNREACHABLE);
+    if ((rep.magic != UCT_SIWARP_PD_MAGIC) || (rep.rx_depth == 0)) {
+        uct_siwarp_conn_set_failed(conn, -EPROTO, "its MPA Reply is not from a uct_siwarp "
+                                   "iface of this version");
         return -EPROTO;
     }
-    if (uct_siwarp_auth_check_reply(ep->peer_secret, &ep->req, &rep) < 0) {
-        ucs_error("siwarp: the peer's MPA Reply on %s is not signed with the key of the "
-                  "iface address this ep was given: not that iface", ep_iface_name(ep));
-        uct_siwarp_ep_set_failed(ep, UCS_ERR_UNREACHABLE);
+    if (uct_siwarp_auth_check_reply(conn->peer_secret, &conn->req, &rep) < 0) {
+        uct_siwarp_conn_set_failed(conn, -EACCES, "its MPA Reply is not signed with the key "
+                                   "of the iface address this ep was given: not that iface");
         return -EACCES;
     }
-    rc = uct_siwarp_ep_send_fin(ep, &rep);
+    conn->rep = rep;
+    rc = uct_siwarp_conn_send_fin(conn);
     if (rc < 0) {
-        ucs_error("siwarp: posting the connection's first Send on %s: %s", ep_iface_name(ep),
-                  strerror(-rc));
-        uct_siwarp_ep_set_failed(ep, uct_siwarp_status(rc));
+        ucs_snprintf_safe(why, sizeof(why), "posting its first Send: %s", strerror(-rc));
+        uct_siwarp_conn_set_failed(conn, rc, why);
         return rc;
     }
-    ep->peer_flush_stag = rep.stag;
-    ep->peer_flush_addr = rep.addr;
-    ep->rfc7306         = attr.rfc7306;
-    ep->state           = UCT_SIWARP_EP_CONNECTED;
+    conn->peer_credit_stag = rep.credit_stag;
+    conn->peer_credit_addr = rep.credit_addr;
+    conn->peer_flush_stag  = rep.flush_stag;
+    conn->peer_flush_addr  = rep.flush_addr;
+    conn->peer_rx_depth    = ucs_min(conn->peer_rx_depth, rep.rx_depth);
+    conn->rfc7306          = attr.rfc7306;
+    conn->state            = UCT_SIWARP_CONN_UP;
     return 1;
 }

@@ -1,7 +1,8 @@
 /*
- * uct_siwarp_ep.c - an endpoint: its queue pair, connected to the peer
- * iface's listener; active messages as Sends, put as RDMA Write, get as
- * RDMA Read (RFC 5040 4.3, 4.4), flush, fence and the pending queue.
+ * uct_siwarp_ep.c - an endpoint: what it sends on its connection to the
+ * peer iface (uct_siwarp_conn.c); active messages as Sends, put as RDMA
+ * Write, get as RDMA Read (RFC 5040 4.3, 4.4), flush, fence and the
+ * pending queue.
  */
 #include "uct_siwarp.h"
 
@@ -40,9 +41,8 @@ unsigned uct_siwarp_ep_report_failures(uct_siwarp_iface_t *iface)
                 /* nobody above asked for error handling (Open MPI's pml ucx,
                  * UCP_ERR_HANDLING_MODE_NONE): what waits on this peer would
                  * wait forever, so end the process, as UCX's ud transport does */
-                ucs_fatal("siwarp: connection to %s:%u on %s failed (%s), and no error "
-                          "handler takes it", inet_ntoa(ep->peer_addr.sin_addr),
-                          ntohs(ep->peer_addr.sin_port), iface->if_name,
+                ucs_fatal("siwarp: connection to %s on %s failed (%s), and no error "
+                          "handler takes it", ep->conn->peer, iface->if_name,
                           ucs_status_string(ep->fail_status));
             }
             return 1;
@@ -53,7 +53,7 @@ unsigned uct_siwarp_ep_report_failures(uct_siwarp_iface_t *iface)
 
 int uct_siwarp_ep_has_room(uct_siwarp_ep_t *ep)
 {
-    return (ep->tx_avail > 0) &&
+    return (ep->tx_avail > 0) && (ep->merge_to == NULL) &&
            (ep->dispatching || ucs_queue_is_empty(&ep->pending_q));
 }
 
@@ -89,7 +89,7 @@ ucs_status_t uct_siwarp_ep_post(uct_siwarp_ep_t *ep, struct siwarp_send_wr *wr)
          * completed; Sends and Writes are already ordered on the stream */
         wr->send_flags |= SIWARP_SEND_FENCE;
     }
-    rc = siwarp_post_send(ep->qp, wr, &bad);
+    rc = siwarp_post_send(ep->conn->qp, wr, &bad);
     if (rc < 0) {
         if (rc == -ENOMEM) {
             return UCS_ERR_NO_RESOURCE;
@@ -119,37 +119,81 @@ ucs_status_t uct_siwarp_ep_post_internal(uct_siwarp_ep_t *ep, struct siwarp_send
     return status;
 }
 
-/* The watch: one empty receive on the ep's QP, which the peer never Sends
- * to (it only Writes credits and answers Reads).  It completes when the
- * connection fails -- with nothing outstanding too, where no send
- * completion would tell: a rank waiting on a dead or cut-off peer learns
- * it within the LLP timeout (TCP keepalive). */
-static ucs_status_t uct_siwarp_ep_watch(uct_siwarp_ep_t *ep)
+/* Connected yet?  1: yes; 0: not yet; <0: failed (the ep is marked). */
+int uct_siwarp_ep_check_connected(uct_siwarp_ep_t *ep)
 {
-    struct siwarp_recv_wr wr = { .wr_id = 0, .num_sge = 0 };
-    struct siwarp_recv_wr *bad;
-    int rc = siwarp_post_recv(ep->qp, &wr, &bad);
+    int rc;
 
-    if (rc < 0) {
-        ucs_error("siwarp: the ep's watch receive: %s", strerror(-rc));
-        return uct_siwarp_status(rc);
+    if (ep->state == UCT_SIWARP_EP_CONNECTED) {
+        return 1;
     }
-    return UCS_OK;
+    if (ep->state == UCT_SIWARP_EP_FAILED) {
+        return -ECONNABORTED;
+    }
+    rc = uct_siwarp_conn_check_up(ep->conn);    /* a failure marks the ep through it */
+    if (rc > 0) {
+        ep->state = UCT_SIWARP_EP_CONNECTED;
+    }
+    return rc;
 }
 
-static void uct_siwarp_ep_watch_done(uct_siwarp_iface_t *iface, uct_siwarp_ep_t *ep,
-                                     const struct siwarp_wc *wc)
+/* Move the ep to the connection its peer opened (uct_siwarp_conn.c):
+ * once nothing is outstanding and a flush Read on the old connection
+ * proved that all sent on it was placed, so that nothing sent on the new
+ * one can overtake it.  Until then it takes no new work (has_room). */
+unsigned uct_siwarp_ep_merge_progress(uct_siwarp_ep_t *ep)
 {
-    struct siwarp_qp_attr attr;
+    uct_siwarp_iface_t *iface = ep_iface(ep);
+    uct_siwarp_conn_t *old    = ep->conn;
+    struct siwarp_sge sge     = { .length = 8, .lkey = siwarp_mr_stag(iface->words_mr) };
+    struct siwarp_send_wr wr  = { .sg_list = &sge, .num_sge = 1, .opcode = SIWARP_WR_READ,
+                                  .send_flags = SIWARP_SEND_SIGNALED };
+    struct siwarp_send_wr *bad;
+    uct_siwarp_op_t *op;
+
+    if ((ep->state == UCT_SIWARP_EP_FAILED) || (ep->tx_avail != iface->config.tx_depth) ||
+        ep->xor_inflight) {
+        return 0;
+    }
+    if ((old->state == UCT_SIWARP_CONN_UP) && ep->unflushed) {
+        op = uct_siwarp_op_get(iface, ep, UCT_SIWARP_OP_FLUSH, NULL);
+        if (op == NULL) {
+            return 0;
+        }
+        sge.addr            = op->slot;
+        wr.wr_id            = (uintptr_t)op;
+        wr.rdma.remote_addr = old->peer_flush_addr;
+        wr.rdma.rkey        = old->peer_flush_stag;
+        if (siwarp_post_send(old->qp, &wr, &bad) < 0) {
+            uct_siwarp_op_put(iface, op);
+            return 0;                        /* tried again at the next progress */
+        }
+        ep->tx_avail--;
+        ep->unflushed = 0;
+        return 1;
+    }
+    /* nothing of the ep is in flight on the old connection (or it never
+     * came up): the peer keeps its own, and sees this one close */
+    ucs_debug("siwarp: ep %p to %s moves to the connection the peer opened", ep, old->peer);
+    old->ep      = NULL;
+    ep->conn     = ep->merge_to;
+    ep->merge_to = NULL;
+    ep->state    = UCT_SIWARP_EP_CONNECTED;
+    uct_siwarp_conn_destroy(old);
+    return 1;
+}
+
+/* The ep's connection ended (uct_siwarp_conn_set_failed said why). */
+void uct_siwarp_ep_conn_failed(uct_siwarp_ep_t *ep)
+{
+    uct_siwarp_conn_t *conn = ep->conn;
+    int idle = (ep->tx_avail == ep_iface(ep)->config.tx_depth) &&
+               ucs_queue_is_empty(&ep->pending_q);
 
     if (ep->state == UCT_SIWARP_EP_FAILED) {
         return;
     }
-    if (siwarp_query_qp(ep->qp, &attr) < 0) {
-        attr.error         = -EIO;
-        attr.error_str[0]  = '\0';
-    }
-    if ((wc->status != SIWARP_WC_SUCCESS) && (attr.error == 0)) {
+    if ((conn->error == 0) && idle) {
         /* the peer closed an idle connection in order (its iface closed, a
          * process that ended): nothing was lost, and a process still
          * running its own shutdown must not die of it; what is posted
@@ -158,27 +202,23 @@ static void uct_siwarp_ep_watch_done(uct_siwarp_iface_t *iface, uct_siwarp_ep_t 
         ep->fail_reported = 1;
         return;
     }
-    ucs_error("siwarp: connection to %s:%u on %s: %s%s%s",
-              inet_ntoa(ep->peer_addr.sin_addr), ntohs(ep->peer_addr.sin_port),
-              iface->if_name, (wc->status == SIWARP_WC_SUCCESS) ?
-              "the peer sent a message to an ep's connection" :
-              siwarp_wc_status_str(wc->status),
-              attr.error_str[0] ? ": " : "", attr.error_str);
-    uct_siwarp_ep_set_failed(ep, (wc->status == SIWARP_WC_SUCCESS) ? UCS_ERR_IO_ERROR :
-                                 UCS_ERR_ENDPOINT_TIMEOUT);
+    if (ep->state == UCT_SIWARP_EP_CONNECTING) {
+        uct_siwarp_ep_set_failed(ep, ((conn->error == -EACCES) || (conn->error == -EPROTO)) ?
+                                     UCS_ERR_UNREACHABLE : uct_siwarp_status(conn->error));
+    } else if ((conn->error == -EPROTO) || (conn->error == -EIO)) {
+        uct_siwarp_ep_set_failed(ep, UCS_ERR_IO_ERROR);
+    } else {
+        uct_siwarp_ep_set_failed(ep, (conn->error == 0) ? UCS_ERR_CONNECTION_RESET :
+                                     UCS_ERR_ENDPOINT_TIMEOUT);
+    }
 }
 
-void uct_siwarp_ep_tx_done(uct_siwarp_iface_t *iface, const struct siwarp_wc *wc)
+void uct_siwarp_ep_tx_done(uct_siwarp_ep_t *ep, const struct siwarp_wc *wc)
 {
-    uct_siwarp_ep_t *ep = ucs_container_of(siwarp_qp_get_context(wc->qp), uct_siwarp_ep_t,
-                                           conn_kind);
-    uct_siwarp_op_t *op = (uct_siwarp_op_t*)(uintptr_t)wc->wr_id;
-    ucs_status_t status = UCS_OK;
+    uct_siwarp_iface_t *iface = ep_iface(ep);
+    uct_siwarp_op_t *op       = (uct_siwarp_op_t*)(uintptr_t)wc->wr_id;
+    ucs_status_t status       = UCS_OK;
 
-    if (wc->opcode == SIWARP_WC_RECV) {
-        uct_siwarp_ep_watch_done(iface, ep, wc);
-        return;
-    }
     ep->tx_avail++;
     if (wc->status != SIWARP_WC_SUCCESS) {
         status = (wc->status == SIWARP_WC_REM_ACCESS_ERR) ? UCS_ERR_INVALID_ADDR :
@@ -219,9 +259,10 @@ void uct_siwarp_ep_tx_done(uct_siwarp_iface_t *iface, const struct siwarp_wc *wc
 static ucs_status_t uct_siwarp_ep_am_credit(uct_siwarp_ep_t *ep)
 {
     /* the peer's Write of its consumed count lands here at any progress */
-    uint64_t consumed = *(volatile uint64_t*)ep->credit_word;
+    uct_siwarp_conn_t *conn = ep->conn;
+    uint64_t consumed       = *(volatile uint64_t*)conn->credit_word;
 
-    return (ep->am_sent - consumed < ep->peer_rx_depth) ? UCS_OK : UCS_ERR_NO_RESOURCE;
+    return (conn->am_sent - consumed < conn->peer_rx_depth) ? UCS_OK : UCS_ERR_NO_RESOURCE;
 }
 
 static ucs_status_t uct_siwarp_ep_am_send(uct_siwarp_ep_t *ep, struct siwarp_sge *sge, int nsge,
@@ -242,7 +283,7 @@ static ucs_status_t uct_siwarp_ep_am_send(uct_siwarp_ep_t *ep, struct siwarp_sge
     }
     status = uct_siwarp_ep_post(ep, &wr);
     if ((status == UCS_OK) || (status == UCS_INPROGRESS)) {
-        ep->am_sent++;
+        ep->conn->am_sent++;
     }
     return status;
 }
@@ -547,7 +588,8 @@ ucs_status_t uct_siwarp_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_
     if (ep->state == UCT_SIWARP_EP_FAILED) {
         return (flags & UCT_FLUSH_FLAG_CANCEL) ? UCS_OK : ep->fail_status;
     }
-    if ((!ucs_queue_is_empty(&ep->pending_q) && !ep->dispatching) || ep->xor_inflight) {
+    if ((!ucs_queue_is_empty(&ep->pending_q) && !ep->dispatching) || ep->xor_inflight ||
+        (ep->merge_to != NULL)) {
         /* an XOR's CmpSwap is posted only when its read returns: the flush
          * Read must come after it (UCT retries from the pending queue) */
         return UCS_ERR_NO_RESOURCE;
@@ -566,8 +608,8 @@ ucs_status_t uct_siwarp_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_
     }
     sge.addr            = op->slot;
     wr.wr_id            = (uintptr_t)op;
-    wr.rdma.remote_addr = ep->peer_flush_addr;
-    wr.rdma.rkey        = ep->peer_flush_stag;
+    wr.rdma.remote_addr = ep->conn->peer_flush_addr;
+    wr.rdma.rkey        = ep->conn->peer_flush_stag;
     status = uct_siwarp_ep_post(ep, &wr);   /* the flush word is known once connected */
     if (status != UCS_INPROGRESS) {
         uct_siwarp_op_put(iface, op);
@@ -617,23 +659,16 @@ unsigned uct_siwarp_ep_progress_pending(uct_siwarp_ep_t *ep)
 
 /* ---- create / destroy ------------------------------------------------------------ */
 
+/* An ep sends on a working connection to the peer iface if there is one
+ * (uct_siwarp_conn.c says why), else on a new one. */
 static UCS_CLASS_INIT_FUNC(uct_siwarp_ep_t, const uct_ep_params_t *params)
 {
     uct_siwarp_iface_t *iface = ucs_derived_of(params->iface, uct_siwarp_iface_t);
     const uct_siwarp_dev_addr_t *da;
     const uct_siwarp_iface_addr_t *ia;
-    struct siwarp_qp_init_attr attr = {
-        .send_cq     = iface->cq,
-        .recv_cq     = iface->cq,
-        .max_send_wr = iface->config.tx_depth,
-        .max_recv_wr = 1,
-        .max_sge     = iface->config.max_iov,
-        .max_inline  = (uint32_t)iface->config.seg_size,
-    };
-    struct siwarp_conn_param p;
-    uct_siwarp_conn_pd_t cpd;
+    uct_siwarp_conn_t *conn;
     struct sockaddr_in sin;
-    int rc;
+    ucs_status_t status;
 
     UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
     UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
@@ -645,81 +680,51 @@ static UCS_CLASS_INIT_FUNC(uct_siwarp_ep_t, const uct_ep_params_t *params)
     }
 
     memset((char*)self + sizeof(self->super), 0, sizeof(*self) - sizeof(self->super));
-    self->conn_kind     = UCT_SIWARP_CONN_EP;
-    self->state         = UCT_SIWARP_EP_CONNECTING;
-    self->tx_avail      = iface->config.tx_depth;
-    self->peer_rx_depth = ia->rx_depth;
+    self->tx_avail = iface->config.tx_depth;
     ucs_queue_head_init(&self->pending_q);
 
-    self->credit_word = ucs_calloc(1, 64, "siwarp credit word")   /* a cache line of its own */;
-    if (self->credit_word == NULL) {
-        return UCS_ERR_NO_MEMORY;
-    }
-    rc = siwarp_reg_mr(iface->md->pd, self->credit_word, sizeof(uint64_t),
-                       SIWARP_ACCESS_LOCAL_WRITE | SIWARP_ACCESS_REMOTE_WRITE, &self->credit_mr);
-    if (rc < 0) {
-        ucs_error("siwarp: registering the credit word: %s", strerror(-rc));
-        goto err_free;
-    }
-    rc = siwarp_create_qp(iface->md->pd, &attr, &self->qp);
-    if (rc < 0) {
-        ucs_error("siwarp: siwarp_create_qp: %s", strerror(-rc));
-        goto err_dereg;
-    }
-    siwarp_qp_set_context(self->qp, &self->conn_kind);
-    if (uct_siwarp_ep_watch(self) != UCS_OK) {
-        goto err_qp;
-    }
-
-    memset(&cpd, 0, sizeof(cpd));
-    cpd.magic = UCT_SIWARP_PD_MAGIC;
-    cpd.stag  = siwarp_mr_stag(self->credit_mr);
-    cpd.addr  = (uintptr_t)self->credit_word;
-    /* signed with the key the peer's iface address carries (step 1 of
-     * uct_siwarp_auth.c); kept for the check of its Reply */
-    memcpy(self->peer_secret, ia->secret, sizeof(self->peer_secret));
-    rc = uct_siwarp_auth_sign_request(self->peer_secret, &cpd);
-    if (rc < 0) {
-        ucs_error("siwarp: no random nonce for a connection: %s", strerror(-rc));
-        goto err_qp;
-    }
-    self->req = cpd;
-    uct_siwarp_conn_param(iface, &p, ia->flags);
-    p.private_data     = &cpd;
-    p.private_data_len = sizeof(cpd);
     memset(&sin, 0, sizeof(sin));
     sin.sin_family      = AF_INET;
     sin.sin_addr.s_addr = da->ipv4;
     sin.sin_port        = ia->port;
-    self->peer_addr     = sin;
-    /* asynchronous: until it is up, operations get UCS_ERR_NO_RESOURCE
-     * (uct_siwarp_ep_post) and the iface's progress completes it */
-    rc = siwarp_connect(self->qp, (struct sockaddr*)&sin, sizeof(sin), &p);
-    if (rc < 0) {
-        ucs_error("siwarp: siwarp_connect to %s:%u: %s", inet_ntoa(sin.sin_addr),
-                  ntohs(sin.sin_port), strerror(-rc));
-        goto err_qp;
+    conn = uct_siwarp_conn_find(iface, &sin, ia->secret);
+    if (conn == NULL) {
+        /* asynchronous: until it is up, operations get UCS_ERR_NO_RESOURCE
+         * (uct_siwarp_ep_post) and the iface's progress completes it */
+        status = uct_siwarp_connect(iface, &sin, ia, &conn);
+        if (status != UCS_OK) {
+            return status;
+        }
     }
+    conn->ep    = self;
+    self->conn  = conn;
+    self->state = (conn->state == UCT_SIWARP_CONN_UP) ? UCT_SIWARP_EP_CONNECTED :
+                  UCT_SIWARP_EP_CONNECTING;
     ucs_list_add_tail(&iface->eps, &self->list);
     return UCS_OK;
-
-err_qp:
-    siwarp_destroy_qp(self->qp);
-err_dereg:
-    siwarp_dereg_mr(self->credit_mr);
-err_free:
-    ucs_free(self->credit_word);
-    return uct_siwarp_status(rc);
 }
 
 static UCS_CLASS_CLEANUP_FUNC(uct_siwarp_ep_t)
 {
+    uct_siwarp_iface_t *iface = ep_iface(self);
+    uct_siwarp_conn_t *conn   = self->conn;
+
     uct_siwarp_ep_pending_purge(&self->super.super, NULL, NULL);
     ucs_list_del(&self->list);
-    /* closes the connection and drops its completions still queued */
-    siwarp_destroy_qp(self->qp);
-    siwarp_dereg_mr(self->credit_mr);
-    ucs_free(self->credit_word);
+    if (self->merge_to != NULL) {
+        self->merge_to->ep = NULL;
+    }
+    if (conn == NULL) {
+        return;      /* its iface closed first and took the connection */
+    }
+    conn->ep = NULL;
+    if ((self->tx_avail != iface->config.tx_depth) ||
+        (conn->state == UCT_SIWARP_CONN_FAILED)) {
+        /* completions of its work would name this ep: close the connection,
+         * which drops them (the peer sees it end) */
+        uct_siwarp_conn_destroy(conn);
+    }
+    /* otherwise the connection stays for the peer's sends and a later ep */
 }
 
 UCS_CLASS_DEFINE(uct_siwarp_ep_t, uct_base_ep_t);

@@ -329,8 +329,9 @@ static unsigned uct_siwarp_iface_progress(uct_iface_h tl_iface)
     uct_siwarp_iface_t *iface = ucs_derived_of(tl_iface, uct_siwarp_iface_t);
     struct siwarp_wc wc[UCT_SIWARP_POLL];
     uct_siwarp_ep_t *ep, *tmp;
+    uct_siwarp_conn_t *conn;
     unsigned count = 0;
-    int n, i, *kind;
+    int n, i;
 
     n = siwarp_poll_cq(iface->cq, UCT_SIWARP_POLL, wc);
     if (n < 0) {
@@ -338,21 +339,29 @@ static unsigned uct_siwarp_iface_progress(uct_iface_h tl_iface)
         n = 0;
     }
     for (i = 0; i < n; i++) {
-        kind = (int*)siwarp_qp_get_context(wc[i].qp);
-        if (kind == NULL) {
-            continue;
-        }
-        if (*kind == UCT_SIWARP_CONN_RX) {
-            count += uct_siwarp_rx_handle(ucs_container_of(kind, uct_siwarp_rx_conn_t,
-                                                           conn_kind), &wc[i]);
-        } else {
-            uct_siwarp_ep_tx_done(iface, &wc[i]);
-            count++;
+        conn = siwarp_qp_get_context(wc[i].qp);
+        if (conn != NULL) {
+            count += uct_siwarp_conn_handle(conn, &wc[i]);
         }
     }
-    uct_siwarp_rx_reap(iface);
+    uct_siwarp_conn_reap(iface);
     count += uct_siwarp_accept_progress(iface);
+    if (iface->verified != iface->verified_seen) {
+        /* a peer's connection came up: an ep of ours may have a twin of it */
+        iface->verified_seen = iface->verified;
+        ucs_list_for_each(ep, &iface->eps, list) {
+            if ((ep->merge_to == NULL) && (ep->state != UCT_SIWARP_EP_FAILED)) {
+                ep->merge_to = uct_siwarp_conn_merge_target(ep->conn);
+                if (ep->merge_to != NULL) {
+                    ep->merge_to->ep = ep;     /* reserved */
+                }
+            }
+        }
+    }
     ucs_list_for_each_safe(ep, tmp, &iface->eps, list) {
+        if (ep->merge_to != NULL) {
+            count += uct_siwarp_ep_merge_progress(ep);
+        }
         if (ep->state == UCT_SIWARP_EP_CONNECTING) {
             uct_siwarp_ep_check_connected(ep);    /* a refused connect fails the ep */
         }
@@ -607,7 +616,7 @@ static UCS_CLASS_INIT_FUNC(uct_siwarp_iface_t, uct_md_h tl_md, uct_worker_h work
     self->op_size               = sizeof(uct_siwarp_op_t) + sizeof(uct_siwarp_am_hdr_t) +
                                   UCT_SIWARP_MAX_HDR;
     ucs_list_head_init(&self->eps);
-    ucs_list_head_init(&self->rx_conns);
+    ucs_list_head_init(&self->conns);
     ucs_strncpy_zero(self->if_name, params->mode.device.dev_name, sizeof(self->if_name));
 
     rc = uct_siwarp_if_addr(self->if_name, &self->addr, &self->is_loopback);
@@ -645,7 +654,7 @@ static UCS_CLASS_INIT_FUNC(uct_siwarp_iface_t, uct_md_h tl_md, uct_worker_h work
 
 static UCS_CLASS_CLEANUP_FUNC(uct_siwarp_iface_t)
 {
-    uct_siwarp_rx_conn_t *rx, *tmp;
+    uct_siwarp_conn_t *conn, *tmp;
     uct_siwarp_op_t *op;
 
     uct_base_iface_progress_disable(&self->super.super,
@@ -653,8 +662,13 @@ static UCS_CLASS_CLEANUP_FUNC(uct_siwarp_iface_t)
     if (self->pt_user && (--self->md->pt_users == 0)) {
         (void)siwarp_ctx_stop_progress_thread(self->md->ctx);
     }
-    ucs_list_for_each_safe(rx, tmp, &self->rx_conns, list) {
-        uct_siwarp_rx_conn_destroy(rx);
+    ucs_list_for_each_safe(conn, tmp, &self->conns, list) {
+        if (conn->ep != NULL) {
+            ucs_warn("siwarp: iface %s closed before its ep to %s", self->if_name, conn->peer);
+            conn->ep->conn = NULL;
+            conn->ep       = NULL;
+        }
+        uct_siwarp_conn_destroy(conn);
     }
     if (self->listener != NULL) {
         siwarp_listener_destroy(self->listener);

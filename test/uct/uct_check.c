@@ -4,7 +4,8 @@
  * each operation a check of the bytes or values it left at the other end.
  * Then strangers: libsiwarp QPs of this process that connect to B's
  * listener without going through UCT, as a process that was never given
- * B's address would (or one that recorded a request).
+ * B's address would (or one that recorded a request); then how eps of
+ * both ends share one connection (uct_check_conn.c).
  * Prints TAP.  Needs the module loaded (LD_PRELOAD=.../libuct_siwarp.so.0,
  * as test/uct/run-uct-tests.sh runs it).  Usage: uct_check [device]
  */
@@ -22,25 +23,7 @@
 #include <nettle/hmac.h>
 #include <siwarp/siwarp.h>
 
-#define AM_ID     3
-#define BIG       (1u << 20)
-#define WAIT_SEC  20
-
-static int ntest, nfail;
-static uct_worker_h worker;
-
-typedef struct {
-    uct_iface_h iface;
-    uct_iface_attr_t attr;
-    void *dev_addr, *iface_addr;
-} side_t;
-
-typedef struct {
-    void *buf;
-    size_t len;
-    uct_mem_h memh;
-    uct_rkey_bundle_t rkey;
-} region_t;
+#include "uct_check.h"
 
 static struct {
     unsigned count;
@@ -49,8 +32,10 @@ static struct {
 } rx;
 
 static int err_seen;
+static int ntest, nfail;
+uct_worker_h worker;
 
-static void check(int cond, const char *what)
+void check(int cond, const char *what)
 {
     ntest++;
     if (!cond) {
@@ -60,7 +45,7 @@ static void check(int cond, const char *what)
     fflush(stdout);
 }
 
-static double now(void)
+double now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -126,15 +111,7 @@ static ucs_status_t finish(ucs_status_t st, comp_t *c)
     return st;
 }
 
-/* retry an operation while it says NO_RESOURCE, progressing between */
-#define RETRY(_st, _call) \
-    do { \
-        double _end = now() + WAIT_SEC; \
-        while (((_st) = (_call)) == UCS_ERR_NO_RESOURCE && now() < _end) \
-            uct_worker_progress(worker); \
-    } while (0)
-
-static ucs_status_t flush_ep(uct_ep_h ep)
+ucs_status_t flush_ep(uct_ep_h ep)
 {
     comp_t c;
     ucs_status_t st;
@@ -144,7 +121,7 @@ static ucs_status_t flush_ep(uct_ep_h ep)
     return finish(st, &c);
 }
 
-static int open_side(uct_md_h md, uct_iface_config_t *cfg, const char *dev, side_t *s)
+int open_side(uct_md_h md, uct_iface_config_t *cfg, const char *dev, side_t *s)
 {
     uct_iface_params_t p;
     ucs_status_t st;
@@ -505,13 +482,20 @@ typedef struct {
 
 typedef struct {
     uint32_t magic;
-    uint32_t stag;
-    uint64_t addr;
+    uint32_t credit_stag;
+    uint64_t credit_addr;
+    uint64_t flush_addr;
+    uint32_t flush_stag;
+    uint32_t src_ipv4;
+    uint16_t src_port;
+    uint16_t rx_depth;
+    uint32_t reserved;
     uint8_t  nonce[16];
+    uint8_t  src_mac[32];
     uint8_t  mac[32];
 } s_conn_pd_t;
 
-#define S_PD_MAGIC  0x32435455u
+#define S_PD_MAGIC  0x33435455u
 #define S_FIN_MAGIC 0x4e494655u
 
 typedef struct {
@@ -577,9 +561,10 @@ static void forge_request(const side_t *b, s_conn_pd_t *pd, int good_mac)
     struct hmac_sha256_ctx h;
 
     memset(pd, 0, sizeof(*pd));
-    pd->magic = S_PD_MAGIC;
-    pd->stag  = 0x1234;
-    pd->addr  = 0x1000;
+    pd->magic       = S_PD_MAGIC;
+    pd->credit_stag = 0x1234;
+    pd->credit_addr = 0x1000;
+    pd->rx_depth    = 4;
     memset(pd->nonce, 0x5a, sizeof(pd->nonce));
     hmac_sha256_set_key(&h, sizeof(ia->secret), ia->secret);
     hmac_sha256_update(&h, 4, (const uint8_t*)"REQ");
@@ -728,6 +713,7 @@ int main(int argc, char **argv)
     }
     test_strangers(&b, &dst);
     test_still_works(ep, &dst);
+    test_conn(md, icfg, dev, &a, &b, ep);
     test_bad_rkey(ep, &src, &dst);
 
     uct_ep_destroy(ep);

@@ -1,0 +1,199 @@
+/*
+ * uct_check_conn.c - one connection carries both directions of a pair of
+ * ifaces (uct_siwarp_conn.c): an ep to a peer sends on the connection the
+ * peer opened, a connection outlives its ep for a later one, and two eps
+ * made at the same moment end on one connection without a message
+ * overtaking another.  Connections are counted as this process's TCP
+ * sockets: both ends of each are in this process.
+ */
+#include "uct_check.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SEQ_ID  5
+#define SEQ_N   2000
+
+/* sockets of this process (listeners included, which do not change) */
+static int count_sockets(void)
+{
+    char path[300], link[64];
+    struct dirent *d;
+    DIR *dir = opendir("/proc/self/fd");
+    int n = 0;
+
+    if (dir == NULL) {
+        return -1;
+    }
+    while ((d = readdir(dir)) != NULL) {
+        ssize_t len;
+
+        snprintf(path, sizeof(path), "/proc/self/fd/%s", d->d_name);
+        len = readlink(path, link, sizeof(link) - 1);
+        if (len > 0) {
+            link[len] = '\0';
+            n += !strncmp(link, "socket:", 7);
+        }
+    }
+    closedir(dir);
+    return n;
+}
+
+/* progress until the process holds want sockets; 0 if it came to that */
+static int wait_sockets(int want)
+{
+    double end = now() + WAIT_SEC;
+
+    while (count_sockets() != want && now() < end) {
+        uct_worker_progress(worker);
+    }
+    return count_sockets() == want ? 0 : -1;
+}
+
+/* Each receiving iface checks that the sequence numbers of its peer come
+ * in order: arg is its stream */
+typedef struct {
+    unsigned next;
+    unsigned bad;
+} seq_t;
+
+static ucs_status_t seq_cb(void *arg, void *data, size_t length, unsigned flags UCS_V_UNUSED)
+{
+    seq_t *s = arg;
+    uint64_t v;
+
+    memcpy(&v, data, sizeof(v));     /* the am_short header */
+    if ((length != sizeof(v)) || (v != s->next)) {
+        s->bad++;
+    }
+    s->next++;
+    return UCS_OK;
+}
+
+static int wait_seq(seq_t *s, unsigned n)
+{
+    double end = now() + WAIT_SEC;
+
+    while (s->next < n && now() < end) {
+        uct_worker_progress(worker);
+    }
+    return s->next >= n ? 0 : -1;
+}
+
+static uct_ep_h make_ep(side_t *from, side_t *to)
+{
+    uct_ep_params_t p;
+    uct_ep_h ep;
+
+    memset(&p, 0, sizeof(p));
+    p.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
+                   UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    p.iface      = from->iface;
+    p.dev_addr   = to->dev_addr;
+    p.iface_addr = to->iface_addr;
+    return (uct_ep_create(&p, &ep) == UCS_OK) ? ep : NULL;
+}
+
+/* n AMs numbered from first; 0 if all went */
+static int send_seq(uct_ep_h ep, unsigned first, unsigned n)
+{
+    ucs_status_t st;
+
+    for (unsigned i = first; i < first + n; i++) {
+        RETRY(st, uct_ep_am_short(ep, SEQ_ID, i, NULL, 0));
+        if (st != UCS_OK) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* B answers A on the connection A opened; it stays when B's ep goes, and
+ * B's next ep takes it again */
+static void test_reverse(side_t *a, side_t *b, uct_ep_h ep_ab, seq_t *at_a, seq_t *at_b)
+{
+    int before = count_sockets();
+    uct_ep_h ep_ba = make_ep(b, a);
+
+    check(ep_ba != NULL && send_seq(ep_ba, 0, 100) == 0 && wait_seq(at_a, 100) == 0 &&
+          at_a->bad == 0, "B's ep to A: 100 AMs arrive in order");
+    check(count_sockets() == before,
+          "B's ep to A sends on the connection A opened (no new socket)");
+    check(send_seq(ep_ab, 0, 100) == 0 && wait_seq(at_b, 100) == 0 && at_b->bad == 0,
+          "A's ep to B still carries its AMs, in order");
+    if (ep_ba != NULL) {
+        uct_ep_destroy(ep_ba);
+    }
+    check(send_seq(ep_ab, 100, 100) == 0 && wait_seq(at_b, 200) == 0 && at_b->bad == 0,
+          "B's ep destroyed: A's ep to B still works on their connection");
+    ep_ba = make_ep(b, a);
+    check(ep_ba != NULL && send_seq(ep_ba, 100, 100) == 0 && wait_seq(at_a, 200) == 0 &&
+          at_a->bad == 0 && count_sockets() == before,
+          "B's next ep to A takes the same connection again");
+    if (ep_ba != NULL) {
+        uct_ep_destroy(ep_ba);
+    }
+}
+
+/* C and D make eps to each other before either connection is up: the
+ * pair ends on one connection, and the AMs each sent on either arrive in
+ * order */
+static void test_simultaneous(uct_md_h md, uct_iface_config_t *cfg, const char *dev)
+{
+    seq_t at_c = { 0 }, at_d = { 0 };
+    side_t c, d;
+    uct_ep_h ep_cd, ep_dc;
+    int base;
+
+    base = count_sockets();
+    if (open_side(md, cfg, dev, &c) < 0 || open_side(md, cfg, dev, &d) < 0) {
+        check(0, "two eps at once: open two more ifaces");
+        return;
+    }
+    base = count_sockets();
+    uct_iface_set_am_handler(c.iface, SEQ_ID, seq_cb, &at_c, 0);
+    uct_iface_set_am_handler(d.iface, SEQ_ID, seq_cb, &at_d, 0);
+    ep_cd = make_ep(&c, &d);
+    ep_dc = make_ep(&d, &c);
+    check(ep_cd != NULL && ep_dc != NULL, "two eps at once: both created");
+    if (ep_cd != NULL && ep_dc != NULL) {
+        /* the streams straddle the moment one end's ep moves over */
+        check(send_seq(ep_cd, 0, SEQ_N) == 0 && send_seq(ep_dc, 0, SEQ_N) == 0 &&
+              wait_seq(&at_d, SEQ_N) == 0 && wait_seq(&at_c, SEQ_N) == 0 &&
+              at_c.bad == 0 && at_d.bad == 0,
+              "two eps at once: 2 x 2000 AMs arrive, each stream in order");
+        check(wait_sockets(base + 2) == 0,
+              "two eps at once: the pair ends on one connection (two sockets)");
+        check(send_seq(ep_cd, SEQ_N, 10) == 0 && send_seq(ep_dc, SEQ_N, 10) == 0 &&
+              wait_seq(&at_d, SEQ_N + 10) == 0 && wait_seq(&at_c, SEQ_N + 10) == 0 &&
+              at_c.bad == 0 && at_d.bad == 0 && flush_ep(ep_cd) == UCS_OK &&
+              flush_ep(ep_dc) == UCS_OK,
+              "two eps at once: both still send and flush after the merge");
+    }
+    if (ep_cd != NULL) {
+        uct_ep_destroy(ep_cd);
+    }
+    if (ep_dc != NULL) {
+        uct_ep_destroy(ep_dc);
+    }
+    uct_iface_close(c.iface);
+    uct_iface_close(d.iface);
+    free(c.dev_addr);
+    free(c.iface_addr);
+    free(d.dev_addr);
+    free(d.iface_addr);
+}
+
+void test_conn(uct_md_h md, uct_iface_config_t *cfg, const char *dev, side_t *a, side_t *b,
+               uct_ep_h ep_ab)
+{
+    seq_t at_a = { 0 }, at_b = { 0 };
+
+    uct_iface_set_am_handler(a->iface, SEQ_ID, seq_cb, &at_a, 0);
+    uct_iface_set_am_handler(b->iface, SEQ_ID, seq_cb, &at_b, 0);
+    test_reverse(a, b, ep_ab, &at_a, &at_b);
+    test_simultaneous(md, cfg, dev);
+}
