@@ -173,7 +173,7 @@ static void *swp_pt_main(void *arg)
         /* Right after it served something the thread spins a little: an
          * origin's next put, get or atomic comes one round trip later, and
          * a wake-up from epoll costs more than that on a busy core (20 us
-         * a hop in a VM here: contrib/wait-pingpong.c). */
+         * a hop in a VM here: contrib/probes/wait-pingpong.c). */
         spinning = now - pt->last_work_ns < SWP_PT_SPIN_NS;
         rc = polling || spinning ? swp_progress_all_locked(ctx)
                                  : swp_progress_locked(ctx, SWP_PT_WAIT_MS);

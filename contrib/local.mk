@@ -13,20 +13,16 @@ dist_noinst_SCRIPTS += contrib/run-main.sh contrib/netns.sh contrib/netns-mpirun
 	contrib/setup.sh \
 	contrib/ci-sanitizers.sh contrib/bench-cc.sh
 
-# turnaround.c: an LD_PRELOAD probe of the user-space time per reply (built
-# by hand, see its header; the README's "where the time goes" uses it)
-EXTRA_DIST += contrib/turnaround.c
-
-# wait-pingpong.c: busy polling against sleeping in recv/poll, idle and with
-# a spinner on the core (built by hand, see its header; PERFORMANCE.md,
-# probes up to d9c7358)
-EXTRA_DIST += contrib/wait-pingpong.c
-
-# tcp-two-sockets.c: a ping-pong on one TCP connection against one per
-# direction (built by hand, see its header; uct_siwarp_conn.c cites it)
-EXTRA_DIST += contrib/tcp-two-sockets.c
+# probes/: one-off programs kept as the evidence PERFORMANCE.md and the code
+# cite, each built by hand (see its header), not part of the build:
+# turnaround.c (user-space time per reply, preloaded), wait-pingpong.c
+# (busy polling against sleeping), uring-pingpong.c (io_uring against recv),
+# tcp-streams.c (several connections, MSG_ZEROCOPY), tcp-two-sockets.c (one
+# connection per direction against one for both)
+EXTRA_DIST += contrib/probes/turnaround.c contrib/probes/wait-pingpong.c \
+	contrib/probes/uring-pingpong.c contrib/probes/tcp-streams.c \
+	contrib/probes/tcp-two-sockets.c contrib/probes/conn-ab.sh contrib/README.md
 EXTRA_DIST += contrib/ompi5-root.sh
 
 # in the tarball too (make dist): the analysis, and the probes it cites
-EXTRA_DIST += contrib/PERFORMANCE.md contrib/bench-conn-ab.sh contrib/tcp-streams.c \
-	contrib/uring-pingpong.c
+EXTRA_DIST += contrib/PERFORMANCE.md

@@ -5,7 +5,7 @@
  * UCT's connect-to-iface model lets each end's ep connect to the other's
  * listener, which makes two TCP connections per pair of processes, one per
  * direction.  On loopback that costs a ping-pong about half again over one
- * socket (contrib/tcp-two-sockets.c): every message then travels on
+ * socket (contrib/probes/tcp-two-sockets.c): every message then travels on
  * a socket of its own, and the TCP ACK that a reply would have carried
  * goes as a segment of its own.  So the connection belongs to the iface,
  * and an ep sends on a connection to its peer iface that is already there

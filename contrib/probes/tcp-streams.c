@@ -4,7 +4,7 @@
  * "several TCP connections per peer, striped" and "MSG_ZEROCOPY for large
  * sends"), not part of the build:
  *
- *   cc -O2 -o /tmp/tcp-streams contrib/tcp-streams.c
+ *   cc -O2 -o /tmp/tcp-streams contrib/probes/tcp-streams.c
  *   /tmp/tcp-streams recv [-p PORT] [-n STREAMS] [-k CC] [-C CPU] &
  *   /tmp/tcp-streams send HOST [-p PORT] [-n STREAMS] [-z] [-m BYTES] [-t SECONDS]
  *                    [-k CC] [-C CPU]

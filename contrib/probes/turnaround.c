@@ -8,7 +8,7 @@
  * any transport that talks through these calls (siwarp, btl tcp,
  * siwarp-perf --tcp).
  *
- *   cc -O2 -shared -fPIC -o /tmp/turnaround.so contrib/turnaround.c -ldl
+ *   cc -O2 -shared -fPIC -o /tmp/turnaround.so contrib/probes/turnaround.c -ldl
  *   mpirun -np 2 -x LD_PRELOAD=/tmp/turnaround.so ... mpi-bench -t lat -n 8 -m 8 -i 100000
  *
  * At exit each process prints to stderr the 10th, 50th and 90th percentile

@@ -1,5 +1,5 @@
 #!/bin/sh
-# contrib/bench-conn-ab.sh A_DIR B_DIR [ROUNDS] - time to first message of
+# contrib/probes/conn-ab.sh A_DIR B_DIR [ROUNDS] - time to first message of
 # two builds of the siwarp BTL, alternating: bench-mpi.sh's connection
 # phase (test/mpi/mpi-connect -t connect, 8 oversubscribed ranks,
 # --bind-to none) without its other phases.
@@ -15,12 +15,12 @@ set -u
 
 [ $# -ge 2 ] || { sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 A=$1; B=$2; ROUNDS=${3:-15}
-top=$(cd "$(dirname "$0")/.." && pwd)
+top=$(cd "$(dirname "$0")/../.." && pwd)
 BUILDDIR=${BUILDDIR:-$top}
 NP=${NP:-8}
 T=${BENCH_TIMEOUT:-120}
 for d in "$A" "$B"; do
-    [ -f "$d/mca_btl_siwarp.so" ] || { echo "bench-conn-ab: no $d/mca_btl_siwarp.so" >&2; exit 2; }
+    [ -f "$d/mca_btl_siwarp.so" ] || { echo "conn-ab: no $d/mca_btl_siwarp.so" >&2; exit 2; }
 done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
@@ -34,7 +34,7 @@ one() {     # NAME DIR
     OMPI_MCA_mca_base_component_path="$2:$OMPI_DIR" timeout "$T" \
         mpirun -np "$NP" --oversubscribe --bind-to none --mca pml ob1 --mca btl siwarp,self \
         --mca osc ^ucx "$tmp/mpi-connect" -t connect > "$tmp/out" 2>&1 || {
-        echo "bench-conn-ab: $1 failed:" >&2; tail -5 "$tmp/out" >&2; return 1; }
+        echo "conn-ab: $1 failed:" >&2; tail -5 "$tmp/out" >&2; return 1; }
     c=$(awk '$1 == "connect" { print $3 }' "$tmp/out")
     l=$(awk '$1 == "connlast" { print $3 }' "$tmp/out")
     echo "$1 $c $l" | tee -a "$tmp/all"

@@ -3,7 +3,7 @@
  * behind the "Sleeping instead of spinning, under load" entry of
  * contrib/PERFORMANCE.md, not part of the build:
  *
- *   cc -O2 -o /tmp/wait-pingpong contrib/wait-pingpong.c
+ *   cc -O2 -o /tmp/wait-pingpong contrib/probes/wait-pingpong.c
  *   /tmp/wait-pingpong spin|block|hybrid [ITERS [load]]
  *
  * Two processes on loopback TCP (TCP_NODELAY), pinned to CPUs 0 and 1, play

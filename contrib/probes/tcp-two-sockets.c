@@ -3,7 +3,7 @@
  * connection per pair of ifaces (uct_siwarp/uct_siwarp_conn.c, and
  * contrib/PERFORMANCE.md, "UCX transport"); not part of the build:
  *
- *   cc -O2 -o /tmp/tcp-two-sockets contrib/tcp-two-sockets.c
+ *   cc -O2 -o /tmp/tcp-two-sockets contrib/probes/tcp-two-sockets.c
  *   /tmp/tcp-two-sockets one|two [BYTES [ITERS]]
  *
  * Two processes on loopback TCP (TCP_NODELAY), pinned to CPUs 0 and 1,

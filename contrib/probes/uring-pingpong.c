@@ -2,7 +2,7 @@
  * messages on this host?  A probe behind a "tried, not kept" line in the
  * README, not part of the build:
  *
- *   cc -O2 -o /tmp/uring-pingpong contrib/uring-pingpong.c -luring
+ *   cc -O2 -o /tmp/uring-pingpong contrib/probes/uring-pingpong.c -luring
  *   /tmp/uring-pingpong spin|multishot|single [ITERS [BYTES]]
  *
  * Two processes on loopback TCP (TCP_NODELAY), pinned to CPUs 0 and 1, play
