@@ -7,7 +7,8 @@
 #   - uct_check: every UCT operation over loopback, bytes and values checked
 #   - ucx_perftest (ucx-utils) pairs, UCT and UCP level, small and large
 #   - Open MPI 4.1 over pml ucx / osc ucx, and OpenSHMEM (oshrun, spml ucx),
-#     with UCX_TLS=siwarp,self: the repo's MPI tests and test/uct/shmem_check.c
+#     with UCX_TLS=siwarp,self: the repo's MPI tests (dynamic processes
+#     too) and test/uct/shmem_check.c
 # Prints TAP.  Every command runs under timeout.
 [ -n "$BASH_VERSION" ] || exec bash "$0" "$@"
 
@@ -104,8 +105,8 @@ fi
 blog=$OUT/build.log
 : >"$blog"
 bok=0
-for p in mpi_pingpong mpi_coll mpi_onesided mpi_rma mpi_passive; do
-    mpicc -O2 -g -o "$OUT/$p" "$srcdir/test/mpi/$p.c" >>"$blog" 2>&1 || bok=1
+for p in mpi_pingpong mpi_coll mpi_onesided mpi_rma mpi_passive mpi_spawn mpi_accept; do
+    mpicc -O2 -g -I"$srcdir/test/mpi" -o "$OUT/$p" "$srcdir/test/mpi/$p.c" >>"$blog" 2>&1 || bok=1
 done
 result $bok "build the MPI test programs with mpicc" "$blog"
 
@@ -131,6 +132,15 @@ mpi_run "mpi_rma counter, cas, sync, dynamic (RDMA + RFC 7306 atomics)" 2 \
     "$OUT/mpi_rma" counter cas sync dynamic
 mpi_run "mpi_rma counter, cas, sync on MPI_Win_create windows" 4 \
     "$OUT/mpi_rma" create counter cas sync
+# dynamic processes: new eps both ways between jobs, and eps destroyed and
+# made again between the same processes, which take the connection they
+# left (uct_siwarp_conn.c): descriptors may not grow after cycle 5
+mpi_run "MPI_Comm_spawn of 2 and 3 children, exchange 0 B .. 4 MiB" 2 --oversubscribe \
+    "$OUT/mpi_spawn" spawn 2,3
+mpi_run "MPI_Comm_accept/connect between halves of the job" 4 --oversubscribe \
+    "$OUT/mpi_accept" split
+mpi_run "30 accept/connect/disconnect cycles, descriptors flat" 2 \
+    "$OUT/mpi_accept" cycles 30 4 0
 
 # True passive target: the target spins outside MPI while rank 0's atomics,
 # put, get and compare-and-swap (each flushed) must complete; only
