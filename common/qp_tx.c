@@ -346,15 +346,17 @@ static bool tx_idle(const struct siwarp_qp *qp)
 }
 
 /*
- * A lone small Send posted on an idle QP: framed straight into the header
- * area and written by one send(), without a WQE -- every hop of an MPI
- * ping-pong.  The general path (post a WQE, swp_tx_fill picks it, tx_segment
- * frames it, the write loop retires it) ran ~1,500 instructions from
- * siwarp_post_send to send() here.  The frame is the one the general path
- * builds: one untagged FPDU, Last set, QN 0, the next MSN, MO 0 (RFC 5041
- * 5.1-5.3), pad and CRC (RFC 5044 4.1-4.4).  Returns 0, having changed
- * nothing, when the WR is not such a Send or anything is waiting (then the
- * general path decides, errors included).  If the socket takes less than
+ * A lone small Send or RDMA Write posted on an idle QP: framed straight
+ * into the header area and written by one send(), without a WQE -- every
+ * hop of an MPI ping-pong, and a UCX put_short.  The general path (post a
+ * WQE, swp_tx_fill picks it, tx_segment frames it, the write loop retires
+ * it) ran ~1,500 instructions from siwarp_post_send to send() here.  The
+ * frame is the one the general path builds: one FPDU, Last set; for a
+ * Send untagged, QN 0, the next MSN, MO 0 (RFC 5041 5.1-5.3), for a Write
+ * tagged with the sink STag and tagged offset (RFC 5041 5.2, RFC 5040
+ * 4.3); pad and CRC (RFC 5044 4.1-4.4).  Returns 0, having changed
+ * nothing, when the WR is not such a message or anything is waiting (then
+ * the general path decides, errors included).  If the socket takes less than
  * the whole frame, the rest becomes the engine's pending batch behind a
  * WQE that completes once it is written, as any other.
  * Returns 0 (not taken), 1 (taken; its completion is queued or due), or 2
@@ -365,12 +367,14 @@ int swp_tx_direct_send(struct siwarp_qp *qp, const struct siwarp_send_wr *wr)
 {
     struct swp_tx *tx = &qp->tx;
     struct siwarp_ctx *ctx = qp->ctx;
+    bool tagged = wr->opcode == SIWARP_WR_WRITE;
+    uint32_t hdrlen = tagged ? SWP_HDR_TAGGED : SWP_HDR_UNTAGGED;
     uint64_t len = 0;
     uint32_t ulpdu, total, crc;
     uint8_t *f = tx->hdrs, *c;
     ssize_t n;
 
-    if (wr->opcode > SIWARP_WR_SEND_SE_INV || wr->num_sge < 0 ||
+    if (wr->opcode > SIWARP_WR_WRITE || wr->num_sge < 0 ||
         (uint32_t)wr->num_sge > qp->init.max_sge || (wr->num_sge && !wr->sg_list) || !tx_idle(qp))
         return 0;
     /* RFC 5040 6.4 / verbs: a fenced Send waits for the Reads before it.
@@ -383,7 +387,7 @@ int swp_tx_direct_send(struct siwarp_qp *qp, const struct siwarp_send_wr *wr)
         return 0;
     for (int i = 0; i < wr->num_sge; i++)
         len += wr->sg_list[i].length;
-    if (len > SWP_TX_DIRECT_MAX || len > swp_tx_max_payload(qp, SWP_HDR_UNTAGGED) ||
+    if (len > SWP_TX_DIRECT_MAX || len > swp_tx_max_payload(qp, hdrlen) ||
         ((wr->send_flags & SIWARP_SEND_INLINE) && len > qp->init.max_inline))
         return 0;
     if (!(wr->send_flags & (SIWARP_SEND_INLINE | SIWARP_SEND_UNREGISTERED))) {
@@ -393,12 +397,19 @@ int swp_tx_direct_send(struct siwarp_qp *qp, const struct siwarp_send_wr *wr)
                 return 0;
     }
 
-    ulpdu = SWP_HDR_UNTAGGED + (uint32_t)len;
+    ulpdu = hdrlen + (uint32_t)len;
     swp_put16(f, (uint16_t)ulpdu);
-    swp_ddp_build_untagged(f + SWP_MPA_HDR_LEN, swp_tx_send_op(wr->opcode), true, SWP_QN_SEND,
-                           qp->tx_msn[SWP_QN_SEND], 0,
-                           swp_tx_send_inv(wr->opcode) ? wr->invalidate_stag : 0);
-    c = f + SWP_MPA_HDR_LEN + SWP_HDR_UNTAGGED;
+    if (tagged) {
+        /* RFC 5040 4.3: one tagged DDP segment, last flag set, placed at
+         * the peer's STag and tagged offset */
+        swp_ddp_build_tagged(f + SWP_MPA_HDR_LEN, SWP_OP_WRITE, true, wr->rdma.rkey,
+                             wr->rdma.remote_addr);
+    } else {
+        swp_ddp_build_untagged(f + SWP_MPA_HDR_LEN, swp_tx_send_op(wr->opcode), true,
+                               SWP_QN_SEND, qp->tx_msn[SWP_QN_SEND], 0,
+                               swp_tx_send_inv(wr->opcode) ? wr->invalidate_stag : 0);
+    }
+    c = f + SWP_MPA_HDR_LEN + hdrlen;
     /* RFC 5044 4.4: CRC32c of everything before the CRC field; zero if not
      * negotiated.  A payload past SWP_TX_COPY_MAX is copied by the CRC pass
      * itself (one read of the application's bytes); a smaller one is copied
@@ -426,7 +437,8 @@ int swp_tx_direct_send(struct siwarp_qp *qp, const struct siwarp_send_wr *wr)
     swp_mpa_put_crc(c, crc);
     total = (uint32_t)(c - f) + SWP_MPA_CRC_LEN;
 
-    qp->tx_msn[SWP_QN_SEND]++;
+    if (!tagged)
+        qp->tx_msn[SWP_QN_SEND]++;     /* RFC 5041 5.3: untagged queue 0's MSN */
     qp->tx_epoch = ctx->epoch;
     qp->tx_held = 0;
     tx->fpdu_start = tx->stream_off;

@@ -1,6 +1,7 @@
 /*
- * test_tx_direct.c - qp_tx.c's direct path: a lone small Send posted on an
- * idle QP is framed and written at post time, without a WQE.  A raw socket
+ * test_tx_direct.c - qp_tx.c's direct path: a lone small Send or RDMA
+ * Write posted on an idle QP is framed and written at post time, without a
+ * WQE.  A raw socket
  * plays the peer and reads what goes on the wire: every frame is checked
  * field by field against RFC 5041/5040/5044 (not against the library's own
  * builders), the completion must be there before any progress call, and
@@ -225,6 +226,95 @@ static void frames(bool crc)
 
 TEST(direct_send_frames_crc) { frames(true); }
 TEST(direct_send_frames_no_crc) { frames(false); }
+
+/* Read one tagged RDMA Write FPDU and check it: RFC 5044 4.1 (length,
+ * pad, CRC), RFC 5041 5.2 (T 1, L 1, DV 1, the sink STag and tagged
+ * offset), RFC 5040 4.3 (RV 1, opcode 0).  Returns the payload length. */
+static uint32_t raw_read_write(struct rig *r, bool crc, uint32_t stag, uint64_t to, uint8_t *pl)
+{
+    uint8_t f[4096];
+    uint32_t ulpdu, plen, pad;
+
+    raw_read(r, f, 2);
+    ulpdu = (uint32_t)f[0] << 8 | f[1];
+    ASSERT(ulpdu >= 14 && ulpdu + 2 + 3 + 4 <= sizeof(f));
+    pad = (4 - (ulpdu + 2) % 4) % 4;
+    raw_read(r, f + 2, ulpdu + pad + 4);
+    plen = ulpdu - 14;
+    ASSERT_EQ(f[2], 0xc1);                                  /* T 1, L 1, DV 1 */
+    ASSERT_EQ(f[3], 0x40);                                  /* RV 1, RDMA Write */
+    ASSERT_EQ(get32(f + 4), stag);
+    ASSERT_EQ(get32(f + 8), (uint32_t)(to >> 32));
+    ASSERT_EQ(get32(f + 12), (uint32_t)to);
+    for (uint32_t i = 0; i < pad; i++)
+        ASSERT_EQ(f[2 + ulpdu + i], 0);
+    ASSERT_EQ(swp_mpa_get_crc(f + 2 + ulpdu + pad), crc ? crc32c_bitwise(f, 2 + ulpdu + pad) : 0);
+    memcpy(pl, f + 16, plen);
+    return plen;
+}
+
+/* RDMA Writes take the direct path too (a UCX put_short): registered and
+ * INLINE, CRC on and off, each one tagged FPDU on the wire and its
+ * completion in the CQ as post_send returns; a Send between them still
+ * carries the next MSN (Writes have none, RFC 5041 5.3). */
+static void write_frames(bool crc)
+{
+    static const uint32_t sizes[] = { 0, 1, 7, 8, 256, 1000, 1999 };
+    static uint8_t src[2048], got[4096];
+    struct rig r;
+    struct siwarp_mr *mr;
+    struct siwarp_wc wc;
+    uint32_t msn = 1;
+
+    rig_setup(&r, crc, 0, 0);
+    ASSERT_OK(siwarp_reg_mr(r.pd, src, sizeof(src), 0, &mr));
+    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+        for (int v = 0; v < 2; v++) {
+            uint32_t sz = sizes[s];
+            uint64_t to = 0x123456789a00ull + s * 4096 + v;
+            struct siwarp_sge sge = { src, sz, v ? 0 : siwarp_mr_stag(mr) };
+            struct siwarp_send_wr wr = {
+                .wr_id = 100 + s, .sg_list = &sge, .num_sge = 1, .opcode = SIWARP_WR_WRITE,
+                .send_flags = SIWARP_SEND_SIGNALED | (v ? SIWARP_SEND_INLINE : 0),
+                .rdma = { .remote_addr = to, .rkey = 0xabcd00u + (uint32_t)s },
+            };
+            struct siwarp_sge ssge = { src, 4, siwarp_mr_stag(mr) };
+            struct siwarp_send_wr send = { .wr_id = 1, .sg_list = &ssge, .num_sge = 1,
+                                           .opcode = SIWARP_WR_SEND };
+
+            if (v && sz > 256)
+                continue;
+            fill(src, sz, (unsigned)s);
+            ASSERT_OK(siwarp_post_send(r.qp, &wr, NULL));
+            ASSERT_EQ(siwarp_poll_cq(r.cq, 1, &wc), 1);
+            ASSERT_EQ(wc.wr_id, 100 + s);
+            ASSERT_EQ(wc.status, SIWARP_WC_SUCCESS);
+            ASSERT_EQ(wc.opcode, SIWARP_WC_WRITE);
+            ASSERT_EQ(wc.byte_len, sz);
+            ASSERT_EQ(raw_read_write(&r, crc, wr.rdma.rkey, to, got), sz);
+            ASSERT_MEM_EQ(got, src, sz);
+            /* only the direct path completes a flagged WR within the post
+             * (the general one queues a WQE and completes it later) */
+            wr.send_flags |= SIWARP_SEND_COMPLETE_AT_POST;
+            ASSERT_EQ(siwarp_post_send(r.qp, &wr, NULL), 1);
+            ASSERT_EQ(siwarp_poll_cq(r.cq, 1, &wc), 0);
+            if (v)
+                memset(src, 0xee, sz);      /* INLINE: the buffer is ours again */
+            ASSERT_EQ(raw_read_write(&r, crc, wr.rdma.rkey, to, got), sz);
+            if (v)
+                fill(src, sz, (unsigned)s);
+            ASSERT_MEM_EQ(got, src, sz);
+            ASSERT_OK(siwarp_post_send(r.qp, &send, NULL));
+            ASSERT_EQ(raw_read_send(&r, crc, 3, msn++, 0, got), 4);
+        }
+    }
+    ASSERT(raw_quiet(&r));
+    siwarp_dereg_mr(mr);
+    rig_teardown(&r);
+}
+
+TEST(direct_write_frames_crc) { write_frames(true); }
+TEST(direct_write_frames_no_crc) { write_frames(false); }
 
 /* Unsignaled: no completion, the frame all the same. */
 TEST(direct_send_unsignaled_has_no_completion)
