@@ -125,32 +125,40 @@ static bool raw_quiet(struct rig *r)
     return true;
 }
 
-/* Read one untagged Send FPDU and check it: RFC 5044 4.1 (ULPDU_Length,
- * pad to a 4-octet boundary, CRC32c of all before it or zero), RFC 5041
+/* Read one untagged Send FPDU and check it: RFC 5044 4.1 (raw_read_fpdu), RFC 5041
  * 5.1/5.3 (T 0, L 1, DV 1, QN 0, the expected MSN, MO 0), RFC 5040 4.3
  * (RV 1 and the opcode; Invalidate STag in the ULP field).  Returns the
  * payload length and copies the payload to pl. */
+/* Read one FPDU into f (RFC 5044 4.1: ULPDU_Length, the ULPDU, pad to a
+ * 4-octet boundary, all zero, then CRC32c of all before it or zero);
+ * returns ULPDU_Length, at least hdrlen. */
+static uint32_t raw_read_fpdu(struct rig *r, bool crc, uint32_t hdrlen, uint8_t f[4096])
+{
+    uint32_t ulpdu, pad;
+
+    raw_read(r, f, 2);
+    ulpdu = (uint32_t)f[0] << 8 | f[1];
+    ASSERT(ulpdu >= hdrlen && ulpdu + 2 + 3 + 4 <= 4096);
+    pad = (4 - (ulpdu + 2) % 4) % 4;
+    raw_read(r, f + 2, ulpdu + pad + 4);
+    for (uint32_t i = 0; i < pad; i++)
+        ASSERT_EQ(f[2 + ulpdu + i], 0);
+    ASSERT_EQ(swp_mpa_get_crc(f + 2 + ulpdu + pad), crc ? crc32c_bitwise(f, 2 + ulpdu + pad) : 0);
+    return ulpdu;
+}
+
 static uint32_t raw_read_send(struct rig *r, bool crc, unsigned opcode, uint32_t msn,
                               uint32_t inv, uint8_t *pl)
 {
     uint8_t f[4096];
-    uint32_t ulpdu, plen, pad;
+    uint32_t plen = raw_read_fpdu(r, crc, 18, f) - 18;
 
-    raw_read(r, f, 2);
-    ulpdu = (uint32_t)f[0] << 8 | f[1];
-    ASSERT(ulpdu >= 18 && ulpdu + 2 + 3 + 4 <= sizeof(f));
-    pad = (4 - (ulpdu + 2) % 4) % 4;
-    raw_read(r, f + 2, ulpdu + pad + 4);
-    plen = ulpdu - 18;
     ASSERT_EQ(f[2], 0x41);                                  /* T 0, L 1, DV 1 */
     ASSERT_EQ(f[3], 0x40 | opcode);                         /* RV 1 */
     ASSERT_EQ(get32(f + 4), inv);         /* Invalidate STag */
     ASSERT_EQ(get32(f + 8), 0);           /* QN 0 */
     ASSERT_EQ(get32(f + 12), msn);
     ASSERT_EQ(get32(f + 16), 0);          /* MO 0 */
-    for (uint32_t i = 0; i < pad; i++)
-        ASSERT_EQ(f[2 + ulpdu + i], 0);
-    ASSERT_EQ(swp_mpa_get_crc(f + 2 + ulpdu + pad), crc ? crc32c_bitwise(f, 2 + ulpdu + pad) : 0);
     memcpy(pl, f + 20, plen);
     return plen;
 }
@@ -227,28 +235,18 @@ static void frames(bool crc)
 TEST(direct_send_frames_crc) { frames(true); }
 TEST(direct_send_frames_no_crc) { frames(false); }
 
-/* Read one tagged RDMA Write FPDU and check it: RFC 5044 4.1 (length,
- * pad, CRC), RFC 5041 5.2 (T 1, L 1, DV 1, the sink STag and tagged
+/* Read one tagged RDMA Write FPDU and check it: RFC 5041 5.2 (T 1, L 1, DV 1, the sink STag and tagged
  * offset), RFC 5040 4.3 (RV 1, opcode 0).  Returns the payload length. */
 static uint32_t raw_read_write(struct rig *r, bool crc, uint32_t stag, uint64_t to, uint8_t *pl)
 {
     uint8_t f[4096];
-    uint32_t ulpdu, plen, pad;
+    uint32_t plen = raw_read_fpdu(r, crc, 14, f) - 14;
 
-    raw_read(r, f, 2);
-    ulpdu = (uint32_t)f[0] << 8 | f[1];
-    ASSERT(ulpdu >= 14 && ulpdu + 2 + 3 + 4 <= sizeof(f));
-    pad = (4 - (ulpdu + 2) % 4) % 4;
-    raw_read(r, f + 2, ulpdu + pad + 4);
-    plen = ulpdu - 14;
     ASSERT_EQ(f[2], 0xc1);                                  /* T 1, L 1, DV 1 */
     ASSERT_EQ(f[3], 0x40);                                  /* RV 1, RDMA Write */
     ASSERT_EQ(get32(f + 4), stag);
     ASSERT_EQ(get32(f + 8), (uint32_t)(to >> 32));
     ASSERT_EQ(get32(f + 12), (uint32_t)to);
-    for (uint32_t i = 0; i < pad; i++)
-        ASSERT_EQ(f[2 + ulpdu + i], 0);
-    ASSERT_EQ(swp_mpa_get_crc(f + 2 + ulpdu + pad), crc ? crc32c_bitwise(f, 2 + ulpdu + pad) : 0);
     memcpy(pl, f + 16, plen);
     return plen;
 }
