@@ -331,9 +331,10 @@ int swp_tx_progress(struct siwarp_qp *qp)
     }
 }
 
-/* The largest Send payload swp_tx_direct_send takes: its whole FPDU (pad
- * and CRC included) fits one SWP_TX_LINEAR_MAX write, as the general path
- * would have copied it anyway. */
+/* The largest payload swp_tx_direct_send copies behind its header: the
+ * whole FPDU (pad and CRC included) fits one SWP_TX_LINEAR_MAX write, as
+ * the general path would have copied it anyway.  Larger ones are
+ * gathered. */
 #define SWP_TX_DIRECT_MAX \
     (SWP_TX_LINEAR_MAX - SWP_MPA_HDR_LEN - SWP_HDR_UNTAGGED - 3 - SWP_MPA_CRC_LEN)
 
@@ -346,9 +347,10 @@ static bool tx_idle(const struct siwarp_qp *qp)
 }
 
 /*
- * A lone small Send or RDMA Write posted on an idle QP: framed straight
- * into the header area and written by one send(), without a WQE -- every
- * hop of an MPI ping-pong, and a UCX put_short.  The general path (post a
+ * A lone Send or RDMA Write of one FPDU posted on an idle QP: framed
+ * straight into the header area and written by one send() (or, past
+ * SWP_TX_DIRECT_MAX, gathered by one sendmsg), without a WQE -- every hop
+ * of an MPI ping-pong, a UCX put_short, a UCX active message.  The general path (post a
  * WQE, swp_tx_fill picks it, tx_segment frames it, the write loop retires
  * it) ran ~1,500 instructions from siwarp_post_send to send() here.  The
  * frame is the one the general path builds: one FPDU, Last set; for a
@@ -356,26 +358,109 @@ static bool tx_idle(const struct siwarp_qp *qp)
  * tagged with the sink STag and tagged offset (RFC 5041 5.2, RFC 5040
  * 4.3); pad and CRC (RFC 5044 4.1-4.4).  Returns 0, having changed
  * nothing, when the WR is not such a message or anything is waiting (then
- * the general path decides, errors included).  If the socket takes less than
- * the whole frame, the rest becomes the engine's pending batch behind a
- * WQE that completes once it is written, as any other.
+ * the general path decides, errors included).  A short write:
+ * tx_direct_write.
  * Returns 0 (not taken), 1 (taken; its completion is queued or due), or 2
  * (taken and complete, no completion queued: SIWARP_SEND_COMPLETE_AT_POST).
  */
+/* The frame of a direct post is on its way: account for it in the stream
+ * and write it (iov[0..niov), total octets).  If the socket takes less
+ * than all, the rest is kept in a buffer of its own -- the caller's
+ * buffers are free when the post returns -- and becomes the engine's
+ * pending batch behind a WQE, fully segmented, that completes once it is
+ * written, as any other.  A socket error shows again on the engine's
+ * write, which fails the QP. */
+SWP_HOT
+static int tx_direct_write(struct siwarp_qp *qp, const struct siwarp_send_wr *wr, uint64_t len,
+                           const struct iovec *iov, int niov, uint32_t total)
+{
+    struct swp_tx *tx = &qp->tx;
+    struct swp_swqe *w;
+    uint8_t *rest;
+    size_t skip, off = 0;
+    ssize_t n;
+
+    if (wr->opcode != SIWARP_WR_WRITE)
+        qp->tx_msn[SWP_QN_SEND]++;     /* RFC 5041 5.3: untagged queue 0's MSN */
+    qp->tx_epoch = qp->ctx->epoch;
+    qp->tx_held = 0;
+    tx->fpdu_start = tx->stream_off;
+    tx->stream_off += total;
+    tx->queued += total;
+    do {
+        if (niov == 1) {
+            n = send(qp->pl.fd, iov[0].iov_base, total, MSG_NOSIGNAL | MSG_DONTWAIT);
+        } else {
+            struct msghdr msg = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)niov };
+            n = sendmsg(qp->pl.fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        }
+    } while (n < 0 && errno == EINTR);
+    if (n == (ssize_t)total) {
+        tx->written += total;
+        if (wr->send_flags & SIWARP_SEND_COMPLETE_AT_POST)
+            return 2;
+        if ((wr->send_flags & SIWARP_SEND_SIGNALED) || qp->init.sq_sig_all)
+            swp_sq_complete_now(qp, wr->wr_id, wr->opcode, (uint32_t)len);
+        return 1;
+    }
+
+    n = n > 0 ? n : 0;
+    rest = malloc(total - (size_t)n);
+    if (!rest) {
+        /* part of an FPDU is on the stream and the rest cannot be kept */
+        swp_qp_conn_failed(qp, -ENOMEM, "no memory for the rest of a frame");
+        return 1;
+    }
+    skip = (size_t)n;
+    for (int i = 0; i < niov; i++) {
+        size_t l = iov[i].iov_len;
+        if (skip >= l) {
+            skip -= l;
+            continue;
+        }
+        memcpy(rest + off, (const uint8_t *)iov[i].iov_base + skip, l - skip);
+        off += l - skip;
+        skip = 0;
+    }
+    w = &qp->sq[qp->sqr.tail & qp->sqr.mask];
+    memset(w, 0, sizeof(*w));
+    w->sge = w->sge_inline;
+    w->wr_id = wr->wr_id;
+    w->opcode = wr->opcode;
+    w->flags = wr->send_flags;
+    w->inv_stag = wr->invalidate_stag;
+    w->len = w->sent = len;
+    w->segmented = true;
+    w->done_at = tx->queued;
+    w->inline_buf = rest;              /* freed when the WQE retires */
+    qp->sqr.tail++;
+    qp->sq_cur = qp->sqr.tail;
+    tx->written += (uint64_t)n;
+    tx->iov[0].iov_base = rest;
+    tx->iov[0].iov_len = total - (size_t)n;
+    tx->niov = 1;
+    tx->iov_done = 0;
+    tx->pending = total - (uint64_t)n;
+    tx->hdrs_used = 0;
+    swp_tx_progress(qp);
+    return 1;
+}
+
 SWP_HOT
 int swp_tx_direct_send(struct siwarp_qp *qp, const struct siwarp_send_wr *wr)
 {
-    struct swp_tx *tx = &qp->tx;
     struct siwarp_ctx *ctx = qp->ctx;
     bool tagged = wr->opcode == SIWARP_WR_WRITE;
     uint32_t hdrlen = tagged ? SWP_HDR_TAGGED : SWP_HDR_UNTAGGED;
+    struct iovec iov[SWP_MAX_SGE + 2];
     uint64_t len = 0;
-    uint32_t ulpdu, total, crc;
-    uint8_t *f = tx->hdrs, *c;
-    ssize_t n;
+    uint32_t ulpdu, pad, crc;
+    uint8_t *f = qp->tx.hdrs, *c;
+    int niov = 0;
 
     if (wr->opcode > SIWARP_WR_WRITE || wr->num_sge < 0 ||
-        (uint32_t)wr->num_sge > qp->init.max_sge || (wr->num_sge && !wr->sg_list) || !tx_idle(qp))
+        (uint32_t)wr->num_sge > qp->init.max_sge || wr->num_sge > SWP_MAX_SGE ||
+        (wr->num_sge && !wr->sg_list) || !tx_idle(qp))
         return 0;
     /* RFC 5040 6.4 / verbs: a fenced Send waits for the Reads before it.
      * A posted Read keeps its WQE in the SQ (not idle) until answered; the
@@ -387,7 +472,7 @@ int swp_tx_direct_send(struct siwarp_qp *qp, const struct siwarp_send_wr *wr)
         return 0;
     for (int i = 0; i < wr->num_sge; i++)
         len += wr->sg_list[i].length;
-    if (len > SWP_TX_DIRECT_MAX || len > swp_tx_max_payload(qp, hdrlen) ||
+    if (len > swp_tx_max_payload(qp, hdrlen) ||
         ((wr->send_flags & SIWARP_SEND_INLINE) && len > qp->init.max_inline))
         return 0;
     if (!(wr->send_flags & (SIWARP_SEND_INLINE | SIWARP_SEND_UNREGISTERED))) {
@@ -398,6 +483,7 @@ int swp_tx_direct_send(struct siwarp_qp *qp, const struct siwarp_send_wr *wr)
     }
 
     ulpdu = hdrlen + (uint32_t)len;
+    pad = swp_mpa_pad(ulpdu);
     swp_put16(f, (uint16_t)ulpdu);
     if (tagged) {
         /* RFC 5040 4.3: one tagged DDP segment, last flag set, placed at
@@ -411,9 +497,35 @@ int swp_tx_direct_send(struct siwarp_qp *qp, const struct siwarp_send_wr *wr)
     }
     c = f + SWP_MPA_HDR_LEN + hdrlen;
     /* RFC 5044 4.4: CRC32c of everything before the CRC field; zero if not
-     * negotiated.  A payload past SWP_TX_COPY_MAX is copied by the CRC pass
-     * itself (one read of the application's bytes); a smaller one is copied
-     * first and the whole frame checked in one call, cheaper than three. */
+     * negotiated. */
+    if (len > SWP_TX_DIRECT_MAX) {
+        /* Too big to copy behind the header (the general path would copy
+         * an INLINE payload into a buffer of its own, then read it again
+         * for the CRC): the CRC reads the caller's bytes where they are,
+         * and one sendmsg gathers header, payload, pad and CRC. */
+        crc = qp->nego.crc ? swp_crc32c(0, f, (size_t)(c - f)) : 0;
+        iov[niov].iov_base = f;
+        iov[niov++].iov_len = (size_t)(c - f);
+        for (int i = 0; i < wr->num_sge; i++) {
+            if (!wr->sg_list[i].length)
+                continue;
+            if (qp->nego.crc)
+                crc = swp_crc32c(crc, wr->sg_list[i].addr, wr->sg_list[i].length);
+            iov[niov].iov_base = wr->sg_list[i].addr;
+            iov[niov++].iov_len = wr->sg_list[i].length;
+        }
+        memset(c, 0, pad);
+        if (qp->nego.crc)
+            crc = swp_crc32c(crc, c, pad);
+        swp_mpa_put_crc(c + pad, crc);
+        iov[niov].iov_base = c;
+        iov[niov++].iov_len = pad + SWP_MPA_CRC_LEN;
+        return tx_direct_write(qp, wr, len, iov, niov,
+                               SWP_MPA_HDR_LEN + ulpdu + pad + SWP_MPA_CRC_LEN);
+    }
+    /* A payload past SWP_TX_COPY_MAX is copied by the CRC pass itself (one
+     * read of the application's bytes); a smaller one is copied first and
+     * the whole frame checked in one call, cheaper than three. */
     if (qp->nego.crc && len > SWP_TX_COPY_MAX) {
         crc = swp_crc32c(0, f, (size_t)(c - f));
         for (int i = 0; i < wr->num_sge; i++) {
@@ -421,68 +533,23 @@ int swp_tx_direct_send(struct siwarp_qp *qp, const struct siwarp_send_wr *wr)
                 crc = swp_crc32c_copy(crc, c, wr->sg_list[i].addr, wr->sg_list[i].length);
             c += wr->sg_list[i].length;
         }
-        memset(c, 0, swp_mpa_pad(ulpdu));
-        crc = swp_crc32c(crc, c, swp_mpa_pad(ulpdu));
-        c += swp_mpa_pad(ulpdu);
+        memset(c, 0, pad);
+        crc = swp_crc32c(crc, c, pad);
+        c += pad;
     } else {
         for (int i = 0; i < wr->num_sge; i++) {
             if (wr->sg_list[i].length)
                 memcpy(c, wr->sg_list[i].addr, wr->sg_list[i].length);
             c += wr->sg_list[i].length;
         }
-        memset(c, 0, swp_mpa_pad(ulpdu));
-        c += swp_mpa_pad(ulpdu);
+        memset(c, 0, pad);
+        c += pad;
         crc = qp->nego.crc ? swp_crc32c(0, f, (size_t)(c - f)) : 0;
     }
     swp_mpa_put_crc(c, crc);
-    total = (uint32_t)(c - f) + SWP_MPA_CRC_LEN;
-
-    if (!tagged)
-        qp->tx_msn[SWP_QN_SEND]++;     /* RFC 5041 5.3: untagged queue 0's MSN */
-    qp->tx_epoch = ctx->epoch;
-    qp->tx_held = 0;
-    tx->fpdu_start = tx->stream_off;
-    tx->stream_off += total;
-    tx->queued += total;
-    do {
-        n = send(qp->pl.fd, f, total, MSG_NOSIGNAL | MSG_DONTWAIT);
-    } while (n < 0 && errno == EINTR);
-    if (n == (ssize_t)total) {
-        tx->written += total;
-        if (wr->send_flags & SIWARP_SEND_COMPLETE_AT_POST)
-            return 2;
-        if ((wr->send_flags & SIWARP_SEND_SIGNALED) || qp->init.sq_sig_all)
-            swp_sq_complete_now(qp, wr->wr_id, wr->opcode, (uint32_t)len);
-        return 1;
-    }
-
-    /* Part of the frame or none of it went: the rest is the pending batch
-     * (it lives in hdrs, so the application's buffer is free already), and
-     * a WQE, fully segmented, completes when the rest is written.  A socket
-     * error shows again on the engine's write, which fails the QP. */
-    struct swp_swqe *w = &qp->sq[qp->sqr.tail & qp->sqr.mask];
-
-    n = n > 0 ? n : 0;
-    memset(w, 0, sizeof(*w));
-    w->sge = w->sge_inline;
-    w->wr_id = wr->wr_id;
-    w->opcode = wr->opcode;
-    w->flags = wr->send_flags;
-    w->inv_stag = wr->invalidate_stag;
-    w->len = w->sent = len;
-    w->segmented = true;
-    w->done_at = tx->queued;
-    qp->sqr.tail++;
-    qp->sq_cur = qp->sqr.tail;
-    tx->written += (uint64_t)n;
-    tx->iov[0].iov_base = f + n;
-    tx->iov[0].iov_len = total - (size_t)n;
-    tx->niov = 1;
-    tx->iov_done = 0;
-    tx->pending = total - (uint64_t)n;
-    tx->hdrs_used = total;
-    swp_tx_progress(qp);
-    return 1;
+    iov[0].iov_base = f;
+    iov[0].iov_len = (size_t)(c - f) + SWP_MPA_CRC_LEN;
+    return tx_direct_write(qp, wr, len, iov, 1, (uint32_t)iov[0].iov_len);
 }
 
 /* After a post: write now, or hold the WR back for one sendmsg with its
