@@ -26,3 +26,6 @@ EXTRA_DIST += contrib/ompi5-root.sh
 # in the tarball too (make dist): the analysis, and the probes it cites
 EXTRA_DIST += contrib/PERFORMANCE.md contrib/bench-conn-ab.sh contrib/tcp-streams.c \
 	contrib/uring-pingpong.c
+
+# issue 38's scale figures: many ranks over N namespaces joined by a bridge
+dist_noinst_SCRIPTS += contrib/bench-scale.sh contrib/netns-nodes.sh
