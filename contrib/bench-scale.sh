@@ -5,7 +5,8 @@
 #
 #   contrib/bench-scale.sh [--nodes N] [--np "16 32 64"] [--reps N]
 #                          [--a2a-np NP] [--a2a-max BYTES] [--iters N]
-#                          [--warmup N] [--lock FILE] [--out FILE]
+#                          [--warmup N] [--siwarp-args "ARGS"] [--lock FILE]
+#                          [--out FILE]
 #
 # Each round runs test/mpi/mpi-scale once for every rank count, siwarp and
 # btl tcp alternating (the round r starts with the r-th), --reps rounds
@@ -23,6 +24,11 @@
 #   - sockets per process once every peer is connected (and how many the
 #     first all-to-all opened: Open MPI's Bruck algorithm for small blocks
 #     talks to about 2 log2(N) peers, so it connects only those);
+#   - connecting every peer: wall time (maximum over ranks) and CPU per
+#     connection (mean over ranks; waiting ranks yield and poll, and that
+#     counts too: an upper bound), each as the difference between
+#     mpi-scale's sweep over every peer and the same sweep again on open
+#     connections;
 #   - RSS and VmSize per connected peer: the slope of the mean process's
 #     VmRSS / VmSize against its sockets, from the first to the last point of
 #     mpi-scale's curve (every peer then connected); the curve itself at the
@@ -33,6 +39,9 @@
 #     ranks), 8 B to --a2a-max (default 4096) by factors of 8, --iters timed
 #     (default 5) and --warmup untimed (default 1) iterations: an iteration
 #     takes a few hundred ms at 64 ranks on 2 cores.
+# --siwarp-args "ARGS": more mpirun arguments for siwarp's runs (a site's
+# settings, e.g. "--mca btl_siwarp_max_send_size 8192"), printed with the
+# table.
 # --lock FILE: hold FILE (flock) for each round, so that other benchmarks on
 # the host do not run inside one; released between rounds.
 # Writes Markdown to contrib/results/bench-scale-YYYYMMDD-HHMM.md (or --out).
@@ -44,6 +53,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 BUILDDIR=${BUILDDIR:-$top}
 nodes=4; nps="16 32 64"; reps=3; a2a_np=""; a2a_max=4096; iters=5; warmup=1; lock=""; out=""
+siwarp_args=""
 cmdline="$0 $*"
 
 usage() { sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
@@ -56,6 +66,7 @@ while [ $# -gt 0 ]; do
     --a2a-max) a2a_max=$2; shift ;;
     --iters) iters=$2; shift ;;
     --warmup) warmup=$2; shift ;;
+    --siwarp-args) siwarp_args=$2; shift ;;
     --lock) lock=$2; shift ;;
     --out) out=$2; shift ;;
     -h|--help) usage ;;
@@ -100,7 +111,7 @@ fi
 NET=10.232.0.0/24
 targs() {
     case $1 in
-    siwarp) echo "--mca btl siwarp,self --mca btl_siwarp_if_include $NET" ;;
+    siwarp) echo "--mca btl siwarp,self --mca btl_siwarp_if_include $NET $siwarp_args" ;;
     tcp) echo "--mca btl tcp,self --mca btl_tcp_if_include $NET" ;;
     esac
 }
@@ -188,6 +199,7 @@ report() {
     echo "\`$cmdline\` at commit $(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo "?")," \
          "$(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end;" \
          "medians of $reps rounds, siwarp and btl tcp alternating; $elapsed s of measuring."
+    [ -n "$siwarp_args" ] && echo && echo "siwarp ran with \`$siwarp_args\`."
     echo
     echo "| figure | ranks | siwarp | btl tcp | siwarp/tcp |"
     echo "|---|---:|---:|---:|---:|"
@@ -195,6 +207,8 @@ report() {
     for np in $nps; do row "... from the last rank's MPI_Init (ms)" firstlast "$np" 1000 1; done
     for np in $nps; do row "sockets the first all-to-all opened, per process" firstsock "$np" 1 1; done
     for np in $nps; do row "sockets per process, every peer connected" sockall "$np" 1 1; done
+    for np in $nps; do row "connecting every peer, wall (ms)" connwall "$np" 1000 1; done
+    for np in $nps; do row "... CPU per connection, upper bound (µs)" conncpu "$np" 1 0; done
     for np in $nps; do row "RSS per connected peer (KiB)" peerrss "$np" 1 1; done
     for np in $nps; do row "VmSize per connected peer (KiB)" peervsz "$np" 1 0; done
     for np in $nps; do row "RSS of a process, first point of the curve (MiB)" baserss "$np" 1024 1; done

@@ -26,6 +26,11 @@
  *    slope between two lines, and a cost that grows faster than the peers
  *    shows as a slope that rises along the curve.
  *      sockall NP n      sockets per rank once every peer is connected
+ *    The same sweep follows on the open connections; the difference between
+ *    the two is what making the connections cost:
+ *      connwall NP us    wall time, the maximum over ranks
+ *      conncpu NP us     CPU time (user + system, getrusage) per socket the
+ *                        first sweep opened, mean over ranks
  * 3. osu_alltoall's loop, size by size from MINBYTES to MAXBYTES (default
  *    1..4096, FACTOR 4): a barrier, then WARMUP untimed and ITERS timed
  *    iterations of MPI_Wtime, MPI_Alltoall, MPI_Wtime, MPI_Barrier (the
@@ -39,6 +44,7 @@
  */
 #include "mpi_common.h"
 #include <getopt.h>
+#include <sys/resource.h>
 
 #define LARGE_BYTES 8192        /* where OSU switches to its large counts */
 
@@ -52,26 +58,41 @@ static double reduce(double mine, MPI_Op op)
     return op == MPI_SUM ? v / np : v;
 }
 
-/* one checkpoint of the curve: barrier, then the means over ranks */
-static void checkpoint(int peers)
+/* user + system CPU seconds of this process, every thread */
+static double cpu_s(void)
+{
+    struct rusage ru;
+
+    getrusage(RUSAGE_SELF, &ru);
+    return (double) (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
+/* one checkpoint of the curve: barrier, then the means over ranks (printed
+ * by the sweep that connects; the one after it does the same work) */
+static void checkpoint(int peers, int print)
 {
     MPI_Barrier(MPI_COMM_WORLD);
     double sock = reduce(count_sockets(), MPI_SUM);
     double rss = reduce(proc_status_kib("VmRSS:"), MPI_SUM);
     double vsz = reduce(proc_status_kib("VmSize:"), MPI_SUM);
 
-    if (0 == rank) {
+    if (0 == rank && print) {
         printf("curve %d %d %.1f %.0f %.0f\n", np, peers, sock, rss, vsz);
     }
 }
 
-static void curve(void)
+/* 8 B with the peers at distance 1, 2, ..., N/2, checkpoints on the way;
+ * returns the sweep's wall and CPU seconds (this rank's) in t[0], t[1] */
+static void sweep(int print, double t[2])
 {
     uint64_t s = 0, r = 0;
     int steps = np / 2, next = 0;
     int marks[4] = { np / 16, np / 8, np / 4, steps };
 
-    checkpoint(0);
+    checkpoint(0, print);
+    t[0] = MPI_Wtime();
+    t[1] = cpu_s();
     for (int d = 1; d <= steps; d++) {
         int to = (rank + d) % np, from = (rank - d + np) % np;
 
@@ -83,13 +104,30 @@ static void curve(void)
             next++;
         }
         if (next < 4 && marks[next] == d) {
-            checkpoint(2 * d < np ? 2 * d : np - 1);
+            checkpoint(2 * d < np ? 2 * d : np - 1, print);
             next++;
         }
     }
+    t[0] = MPI_Wtime() - t[0];
+    t[1] = cpu_s() - t[1];
+}
+
+/* the curve, then the same sweep again on open connections: the
+ * difference is what making the connections cost */
+static void curve(void)
+{
+    double cold[2], warm[2];
+    int sock0 = count_sockets();
+
+    sweep(1, cold);
+    int made = count_sockets() - sock0;
+    sweep(0, warm);
     double sock = reduce(count_sockets(), MPI_SUM);
+    double wall = reduce((cold[0] - warm[0]) * 1e6, MPI_MAX);
+    double cpu = reduce(made > 0 ? (cold[1] - warm[1]) * 1e6 / made : 0, MPI_SUM);
     if (0 == rank) {
-        printf("sockall %d %.1f n\n", np, sock);
+        printf("sockall %d %.1f n\nconnwall %d %.1f us\nconncpu %d %.1f us\n", np, sock, np,
+               wall, np, cpu);
     }
 }
 
