@@ -29,3 +29,6 @@ EXTRA_DIST += contrib/PERFORMANCE.md contrib/bench-conn-ab.sh contrib/tcp-stream
 
 # issue 38's scale figures: many ranks over N namespaces joined by a bridge
 dist_noinst_SCRIPTS += contrib/bench-scale.sh contrib/netns-nodes.sh
+# ep-lookup-walk.c: an endpoint list walked per lookup, as the peers grow
+# (built by hand, see its header; PERFORMANCE.md, *Scale*)
+EXTRA_DIST += contrib/ep-lookup-walk.c
