@@ -77,7 +77,7 @@ done
 for n in $reps $nodes $nps $iters; do
     case $n in ''|*[!0-9]*|0) echo "bench-scale.sh: --reps, --nodes, --np and --iters need positive numbers" >&2; exit 2 ;; esac
 done
-[ -n "$a2a_np" ] || a2a_np=$(echo $nps | tr ' ' '\n' | sort -n | tail -n 1)
+[ -n "$a2a_np" ] || a2a_np=$(echo "$nps" | tr ' ' '\n' | sort -n | tail -n 1)
 
 COMP=$BUILDDIR/btl_siwarp/.libs
 if [ ! -f "$COMP/mca_btl_siwarp.so" ]; then
@@ -87,7 +87,7 @@ fi
 OMPI_DIR=$(ompi_info --path pkglibdir --parsable 2>/dev/null | sed -n 's/^path:pkglibdir://p')
 [ -n "$OMPI_DIR" ] || OMPI_DIR=/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export NETNS_MPIRUN_TIMEOUT=${BENCH_TIMEOUT:-300}
+export NETNS_MPIRUN_TIMEOUT="${BENCH_TIMEOUT:-300}"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench-scale.XXXXXX") || exit 1
 child=""
@@ -158,7 +158,7 @@ while [ $r -lt "$reps" ]; do
                 tail -n 5 "$o" | sed 's/^/    /' >&2
                 continue
             fi
-            derive "$o" >> "$o"
+            derive "$o" > "$tmp/derived" && cat "$tmp/derived" >> "$o"
         done
     done
     [ -n "$lock" ] && { flock -u 9; exec 9>&-; }
@@ -178,7 +178,7 @@ for t in siwarp tcp; do
         awk '$1 ~ /^[a-z0-9]+$/ && $1 != "curve" && $2 ~ /^[0-9]+$/ { print $1, $2, $3 }' |
         median > "$tmp/med.$t"
     # the curve at --a2a-np ranks, point by point: "peers sockets rss"
-    cat "$tmp"/out.$t.$a2a_np.* 2>/dev/null |
+    cat "$tmp"/out.$t."$a2a_np".* 2>/dev/null |
         awk '$1 == "curve" { print "s", $3, $4; print "r", $3, $5 }' | median |
         awk '{ if ($1 == "s") s[$2] = $3; else r[$2] = $3 }
              END { for (p in s) print p, s[p], r[p] }' | sort -n > "$tmp/curve.$t"
