@@ -46,3 +46,5 @@ CLEANFILES += test/mpi/*.log test/mpi/mpi_pingpong test/mpi/mpi_anysrc \
 	test/mpi/mpi_threads test/mpi/mpi_regcount test/mpi/test_regtab \
 	test/mpi/mpi_spawn test/mpi/mpi_spawn_b test/mpi/mpi_accept test/mpi/mpi_join \
 	test/mpi/dyn-ompi-server.uri
+# the scale benchmark (contrib/bench-scale.sh builds it)
+EXTRA_DIST += test/mpi/mpi-scale.c

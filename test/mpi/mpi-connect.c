@@ -38,37 +38,8 @@
  */
 #include "mpi_common.h"
 #include <getopt.h>
-#include <time.h>
 
 static int rank, np;
-
-/* VmRSS in KiB, -1 if /proc is not there */
-static long vm_rss_kib(void)
-{
-    char line[256];
-    long v = -1;
-    FILE *f = fopen("/proc/self/status", "r");
-
-    if (!f) {
-        return -1;
-    }
-    while (fgets(line, sizeof(line), f)) {
-        if (!strncmp(line, "VmRSS:", 6)) {
-            v = strtol(line + 6, NULL, 10);
-            break;
-        }
-    }
-    fclose(f);
-    return v;
-}
-
-/* seconds on the host's monotonic clock, shared by all ranks of one host */
-static double mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* every rank: one message of len bytes to and from every peer at once */
 static void all_to_all(uint8_t *s, uint8_t *r, size_t len)
@@ -138,8 +109,8 @@ int main(int argc, char **argv)
     int c;
 
     MPI_Init(&argc, &argv);
-    long rss_init = vm_rss_kib();
-    double t0 = mono();         /* before anything else, for -t connect */
+    long rss_init = proc_status_kib("VmRSS:");
+    double t0 = mono_s();         /* before anything else, for -t connect */
 
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
@@ -166,7 +137,7 @@ int main(int argc, char **argv)
 
     if (!strcmp(test, "connect")) {
         all_to_all(s, r, 8);
-        double done = mono(), mine = (done - t0) * 1e6, last_init = 0, first_init = 0, last_done = 0;
+        double done = mono_s(), mine = (done - t0) * 1e6, last_init = 0, first_init = 0, last_done = 0;
         MPI_Barrier(MPI_COMM_WORLD);
         double t1 = MPI_Wtime();
         all_to_all(s, r, 8);
@@ -191,13 +162,13 @@ int main(int argc, char **argv)
     } else if (!strcmp(test, "mem")) {
         CHECK(rss_init >= 0, "no /proc/self/status");
         star_barrier();
-        long rss0 = vm_rss_kib();
+        long rss0 = proc_status_kib("VmRSS:");
         all_to_all(s, r, 8);
         star_barrier();
-        long rss1 = vm_rss_kib();
+        long rss1 = proc_status_kib("VmRSS:");
         pairwise(s, r, big);
         star_barrier();
-        long rss2 = vm_rss_kib();
+        long rss2 = proc_status_kib("VmRSS:");
         /* rank 0 connected to everyone before rss0: it contributes 0 */
         double small = rank ? (double) (rss1 - rss0) / (np - 2) : 0;
         double large = rank ? (double) (rss2 - rss0) / (np - 2) : 0;

@@ -1,7 +1,8 @@
 /*
  * mpi_common.h - helpers shared by the MPI test programs: deterministic
  * fill patterns, checks that abort with a message naming the failure,
- * open descriptors, MPI_T performance variables.
+ * open descriptors and sockets, /proc/self/status fields, the monotonic
+ * clock, MPI_T performance variables.
  */
 #ifndef SIWARP_MPI_COMMON_H
 #define SIWARP_MPI_COMMON_H
@@ -12,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #define CHECK(cond, ...)                                                   \
     do {                                                                   \
@@ -68,6 +71,58 @@ static inline int count_fds(void)
     }
     closedir(d);
     return n - 1;               /* the DIR's own descriptor */
+}
+
+/* Descriptors this process has open that are sockets (TCP, Unix), or -1. */
+static inline int count_sockets(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    char path[300], link[64];
+    int n = 0;
+
+    if (!d) {
+        return -1;
+    }
+    while ((e = readdir(d)) != NULL) {
+        ssize_t len;
+
+        snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+        len = readlink(path, link, sizeof(link) - 1);
+        n += len > 7 && !strncmp(link, "socket:", 7);
+    }
+    closedir(d);
+    return n;
+}
+
+/* A field of /proc/self/status in KiB ("VmRSS:", "VmSize:"), -1 if absent. */
+static inline long proc_status_kib(const char *field)
+{
+    char line[256];
+    size_t n = strlen(field);
+    long v = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+
+    if (!f) {
+        return -1;
+    }
+    while (fgets(line, sizeof(line), f)) {
+        if (!strncmp(line, field, n)) {
+            v = strtol(line + n, NULL, 10);
+            break;
+        }
+    }
+    fclose(f);
+    return v;
+}
+
+/* Seconds on the host's monotonic clock: every rank of one host reads the
+ * same clock (network namespaces share it too). */
+static inline double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* A handle on the MPI_T performance variable NAME of class VAR_CLASS, one
