@@ -230,6 +230,9 @@ typedef struct uct_siwarp_rx_conn {
     uint32_t          credit_stag;       /* the initiator's credit word */
     uint64_t          credit_addr;
     int               failed;
+    unsigned          nbufs;             /* rx_depth, +1 for the proof on a verbs device */
+    int               fin_due;           /* verbs device: the proof is checked here */
+    ucs_time_t        fin_deadline;      /* ... and must come by then */
     uct_siwarp_conn_pd_t req, rep;       /* the MPA exchange, for the first Send */
     char              peer[48];          /* address:port, for messages */
 } uct_siwarp_rx_conn_t;

@@ -14,6 +14,8 @@
  */
 #include "uct_siwarp.h"
 
+#include <ucs/time/time.h>
+
 #include <errno.h>
 #include <string.h>
 
@@ -34,6 +36,12 @@ void uct_siwarp_conn_param(uct_siwarp_iface_t *iface, struct siwarp_conn_param *
     /* RFC 7306 likewise only toward a software peer (the private data's
      * magic is checked too) */
     p->rfc7306 = (iface->config.atomics && soft) ? 1 : -1;
+    /* Toward a verbs device only the Read RTR: stock siw 6.1 as responder
+     * can leave a Write RTR unread and never reach RTS (the BTL's
+     * btl_siwarp_rtr read, test/interop/HW.md) */
+    if (!soft) {
+        p->rtr = SIWARP_RTR_READ;
+    }
 }
 
 ucs_status_t uct_siwarp_listen(uct_siwarp_iface_t *iface)
@@ -139,7 +147,7 @@ unsigned uct_siwarp_rx_handle(uct_siwarp_rx_conn_t *rx, const struct siwarp_wc *
     if (wc->opcode != SIWARP_WC_RECV) {
         return 0;                              /* a credit Write that was signaled */
     }
-    if ((wc->wr_id >= iface->config.rx_depth) ||
+    if ((wc->wr_id >= rx->nbufs) ||
         (wc->byte_len < sizeof(uct_siwarp_am_hdr_t))) {
         ucs_error("siwarp: malformed active message (%u bytes) from a peer: closing it",
                   wc->byte_len);
@@ -148,6 +156,21 @@ unsigned uct_siwarp_rx_handle(uct_siwarp_rx_conn_t *rx, const struct siwarp_wc *
         return 0;
     }
     buf = (char*)rx->bufs + wc->wr_id * iface->config.seg_size;
+    if (rx->fin_due) {
+        /* a verbs device delivered the first Send: step 3 of
+         * uct_siwarp_auth.c before anything is handed to UCT */
+        if (uct_siwarp_auth_verify_first(rx, rx->qp, buf, wc->byte_len) < 0) {
+            siwarp_qp_to_error(rx->qp);
+            rx->failed = 1;
+            return 0;
+        }
+        rx->fin_due = 0;
+        rc = uct_siwarp_rx_post(rx, (unsigned)wc->wr_id);   /* not an AM: no credit */
+        if (rc < 0) {
+            ucs_error("siwarp: reposting a receive buffer: %s", strerror(-rc));
+        }
+        return 1;
+    }
     hdr = (const uct_siwarp_am_hdr_t*)buf;
     if (hdr->am_id >= UCT_AM_ID_MAX) {
         ucs_error("siwarp: active message id %u from a peer is out of range: closing it",
@@ -219,6 +242,21 @@ static void uct_siwarp_accept_one(uct_siwarp_iface_t *iface, struct siwarp_conn_
     if (rx == NULL) {
         goto reject;
     }
+    /* A verbs device cannot hold the connection back until its first Send
+     * proved the key (siwarp_qp_verify_first_send is -EOPNOTSUPP there):
+     * the proof lands in one more receive buffer and uct_siwarp_rx_handle
+     * checks it before any AM reaches UCT.  What it cannot stop: an RNIC
+     * places RDMA Writes and answers Reads of a replayed request before
+     * the missing proof fails the connection (the BTL's challenge round,
+     * btl_siwarp_auth.c, closes that gap). */
+    rx->nbufs       = iface->config.rx_depth;
+    if (!uct_siwarp_md_is_soft(iface->md)) {
+        rx->nbufs++;
+        rx->fin_due      = 1;
+        rx->fin_deadline = ucs_get_time() +
+                           ucs_time_from_msec(iface->config.llp_timeout_ms);
+    }
+    attr.max_recv_wr = rx->nbufs;
     rx->conn_kind   = UCT_SIWARP_CONN_RX;
     rx->iface       = iface;
     rx->credit_stag = cpd.stag;
@@ -227,11 +265,11 @@ static void uct_siwarp_accept_one(uct_siwarp_iface_t *iface, struct siwarp_conn_
     rx->rep         = rep;
     ucs_strncpy_safe(rx->peer, from, sizeof(rx->peer));
     ucs_list_add_tail(&iface->rx_conns, &rx->list);
-    rx->bufs = ucs_malloc(iface->config.rx_depth * iface->config.seg_size, "siwarp rx bufs");
+    rx->bufs = ucs_malloc(rx->nbufs * iface->config.seg_size, "siwarp rx bufs");
     if (rx->bufs == NULL) {
         goto err;
     }
-    rc = siwarp_reg_mr(iface->md->pd, rx->bufs, iface->config.rx_depth * iface->config.seg_size,
+    rc = siwarp_reg_mr(iface->md->pd, rx->bufs, rx->nbufs * iface->config.seg_size,
                        SIWARP_ACCESS_LOCAL_WRITE, &rx->bufs_mr);
     if (rc < 0) {
         ucs_error("siwarp: registering receive buffers: %s", strerror(-rc));
@@ -245,13 +283,14 @@ static void uct_siwarp_accept_one(uct_siwarp_iface_t *iface, struct siwarp_conn_
     siwarp_qp_set_context(rx->qp, &rx->conn_kind);
     /* step 3: nothing of the connection is placed or delivered before its
      * first Send proved the key over this Reply's fresh nonce */
-    rc = siwarp_qp_verify_first_send(rx->qp, uct_siwarp_auth_verify_first, rx,
+    rc = rx->fin_due ? 0 :
+         siwarp_qp_verify_first_send(rx->qp, uct_siwarp_auth_verify_first, rx,
                                      sizeof(uct_siwarp_auth_fin_t), iface->config.llp_timeout_ms);
     if (rc < 0) {
         ucs_error("siwarp: siwarp_qp_verify_first_send: %s", strerror(-rc));
         goto err;
     }
-    for (i = 0; i < iface->config.rx_depth; i++) {
+    for (i = 0; i < rx->nbufs; i++) {
         rc = uct_siwarp_rx_post(rx, i);
         if (rc < 0) {
             ucs_error("siwarp: posting receive buffers: %s", strerror(-rc));
@@ -299,6 +338,10 @@ void uct_siwarp_rx_reap(uct_siwarp_iface_t *iface)
     uct_siwarp_rx_conn_t *rx, *tmp;
 
     ucs_list_for_each_safe(rx, tmp, &iface->rx_conns, list) {
+        if (rx->fin_due && !rx->failed && (ucs_get_time() > rx->fin_deadline)) {
+            uct_siwarp_auth_warn(iface, rx->peer, "its first message did not come");
+            rx->failed = 1;
+        }
         if (rx->failed) {
             uct_siwarp_rx_conn_destroy(rx);   /* drops its queued completions */
         }
