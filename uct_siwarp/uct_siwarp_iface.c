@@ -167,8 +167,10 @@ static double uct_siwarp_link_bw(const char *name)
  * whose address the device serves: rdma_cm binds a listener only to an
  * address of an RDMA device, and libsiwarp refuses one of another device
  * (-EADDRNOTAVAIL), so a listener on it, made and closed at once, tells.
- * Kernel siw0 on eth0 thus lists eth0 alone, not lo. */
-static int uct_siwarp_md_serves(uct_siwarp_md_t *md, const struct sockaddr *sa)
+ * A loopback address is the exception: rdma_cm binds it without a device,
+ * and a connect to it then fails (-EINVAL, kernel siw0 on eth0), so it is
+ * left out.  Kernel siw0 on eth0 thus lists eth0 alone. */
+static int uct_siwarp_md_serves(uct_siwarp_md_t *md, const struct ifaddrs *ifa)
 {
     struct siwarp_conn_param p;
     struct siwarp_listener *l;
@@ -177,7 +179,10 @@ static int uct_siwarp_md_serves(uct_siwarp_md_t *md, const struct sockaddr *sa)
     if (uct_siwarp_md_is_soft(md)) {
         return 1;
     }
-    memcpy(&sin, sa, sizeof(sin));
+    if (ifa->ifa_flags & IFF_LOOPBACK) {
+        return 0;
+    }
+    memcpy(&sin, ifa->ifa_addr, sizeof(sin));
     sin.sin_port = 0;
     siwarp_conn_param_default(&p);
     if (siwarp_listen(md->ctx, (struct sockaddr*)&sin, sizeof(sin), &p, &l) < 0) {
@@ -209,7 +214,7 @@ static ucs_status_t uct_siwarp_query_devices(uct_md_h tl_md, uct_tl_device_resou
                 break;
             }
         }
-        if ((k < n) || !uct_siwarp_md_serves(md, i->ifa_addr)) {
+        if ((k < n) || !uct_siwarp_md_serves(md, i)) {
             continue;
         }
         tmp = ucs_realloc(devices, sizeof(*devices) * (n + 1), "siwarp devices");
