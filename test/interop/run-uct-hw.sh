@@ -28,7 +28,9 @@
 #     mpi_pingpong 0 B .. MPI_UCT_MAX verified; mpi_rma counter and cas
 #     with UCX_SIWARP_ATOMICS=n at the software rank (UCP's active-message
 #     atomics); with atomics on there, the job must end at once with the
-#     message that names that setting (uct_siwarp_amo.c).
+#     message that names that setting (uct_siwarp_amo.c);
+#  4. every MPA Request the host sent the guest (captured on the tap)
+#     offers neither RFC 7306 nor big FPDUs.
 # A perftest step passes only on exit status 0 of both sides, a result line
 # and the guest's libsiwarp saying it ran on siw0 (SIWARP_DEBUG).
 # Environment: SIWVM_MPI (/tmp/siwvm-mpi), SIWVM_SCRIPTS, OUT, KEEP=1,
@@ -122,7 +124,8 @@ MPI_UCT_JOBS=${MPI_UCT_JOBS-pingpong rma rma-atomics}
 [ -z "$MPI_UCT_JOBS" ] || echo "m-mpi agent" >>"$SHARE/run/steps"
 set -- $MPI_UCT_JOBS
 # a check step is two tests (uct_check, and the verbs acceptor's known gap)
-echo "1..$(( $(grep -vc ' agent$' "$SHARE/run/steps") + $(grep -c ' check ' "$SHARE/run/steps") + $# ))"
+# and one test of the MPA Requests captured
+echo "1..$(( $(grep -vc ' agent$' "$SHARE/run/steps") + $(grep -c ' check ' "$SHARE/run/steps") + $# + 1 ))"
 echo "# output in $OUT"
 
 tb=$(now_ms)
@@ -130,6 +133,14 @@ tap_guest_boot "$NS" eth0 "$HOSTIP" "$GUESTIP" "$SIWVM_MPI" "$SHARE" guest-uct.s
     "$OUT/console.log" $KARGS || exit 1
 wait_for 180 test -e "$SHARE/run/up" || echo "# guest did not start its script"
 echo "# guest up after $(( $(now_ms) - tb )) ms"
+# everything between host and guest, headers only: the MPA Requests the
+# host's software stack sends to the guest's siw0 (checked at the end)
+cappid=
+if command -v dumpcap >/dev/null && command -v tshark >/dev/null; then
+    ip netns exec "$NS" dumpcap -i eth0 -s 128 -f tcp -w "$OUT/mixed.pcapng" 2>"$OUT/dumpcap.err" &
+    cappid=$!
+    wait_for 10 grep -q "Capturing on" "$OUT/dumpcap.err"
+fi
 
 # host side of a mixed step: software backend (SIWARP_DEVICE unset) on the
 # namespace's eth0
@@ -289,6 +300,30 @@ if [ -n "$MPI_UCT_JOBS" ]; then
     else
         for j in $MPI_UCT_JOBS; do tap "not ok" "m-mpi $j: the guest's launch agent did not start"; done
     fi
+fi
+
+# ---- what the software stack offered the device ---------------------------------
+# RFC 7306 and the 64 KiB FPDUs are offered in the 4 reserved bits of the
+# MPA Request's flags (common/mpa.h), which siw echoes; toward an iface
+# address without UCT_SIWARP_IFACE_F_SOFT they must stay 0
+if [ -n "$cappid" ]; then
+    kill -INT "$cappid" 2>/dev/null; wait "$cappid" 2>/dev/null; cappid=
+    tshark -r "$OUT/mixed.pcapng" -Y "ip.src == $HOSTIP && tcp.payload contains \"MPA ID Req Frame\"" \
+        -T fields -e tcp.payload >"$OUT/mpa-req.txt" 2>"$OUT/tshark.err"
+    # byte 16 of the Request: M C R ENH, then the 4 reserved bits
+    nreq=$(grep -c . "$OUT/mpa-req.txt")
+    nrsvd=0
+    while read -r pl; do
+        [ $(( 16#${pl:32:2} & 0x0f )) = 0 ] || nrsvd=$((nrsvd + 1))
+    done <"$OUT/mpa-req.txt"
+    if [ "$nreq" -ge 2 ] && [ "$nrsvd" = 0 ]; then
+        tap ok "mpa: the host's $nreq MPA Requests to the guest's siw0 offer neither RFC 7306 nor big FPDUs (reserved flag bits 0)"
+    else
+        tap "not ok" "mpa: the host's MPA Requests to siw0: $nreq captured, $nrsvd with reserved flag bits set"
+        head -5 "$OUT/mpa-req.txt" | cut -c1-80 | sed 's/^/#   /'
+    fi
+else
+    tap ok "mpa: the host's MPA Requests to siw0 # SKIP no dumpcap/tshark (wireshark) to capture them"
 fi
 
 # ---- end ---------------------------------------------------------------------
