@@ -256,6 +256,9 @@ struct uct_siwarp_conn {
     uint32_t          peer_flush_stag;
     uint64_t          peer_flush_addr;
     int               rfc7306;
+    unsigned          nbufs;             /* rx_depth, +1 for the proof on a verbs device */
+    int               fin_due;           /* verbs acceptor: the proof is checked here */
+    ucs_time_t        fin_deadline;      /* ... and must come by then */
     uct_siwarp_conn_pd_t req, rep;       /* the MPA exchange */
     char              peer[48];          /* address:port, for messages */
 };

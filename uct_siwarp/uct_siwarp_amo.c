@@ -103,7 +103,17 @@ static ucs_status_t uct_siwarp_amo_post(uct_ep_h tl_ep, uct_atomic_op_t opcode, 
         return ep->fail_status;
     }
     if (!ep->conn->rfc7306) {
-        ucs_error("siwarp: the peer did not negotiate RFC 7306 atomics");
+        if (!uct_siwarp_md_is_soft(iface->md)) {
+            /* this iface offers no atomics, but UCX 1.13 picks a lane for
+             * them by the target's capabilities alone (ucp/wireup/select.c,
+             * ucp_wireup_add_amo_lanes): a software peer's are not enough */
+            ucs_error("siwarp: atomics from %s: only libsiwarp's software stack sends RFC "
+                      "7306 atomics; in a job that mixes it with verbs devices set "
+                      "UCX_SIWARP_ATOMICS=n on the software ranks",
+                      siwarp_ctx_backend(iface->md->ctx));
+        } else {
+            ucs_error("siwarp: the peer did not negotiate RFC 7306 atomics");
+        }
         return UCS_ERR_UNSUPPORTED;
     }
     op = uct_siwarp_op_get(iface, ep, (result != NULL) ? UCT_SIWARP_OP_AMO :

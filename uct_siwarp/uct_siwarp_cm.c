@@ -6,6 +6,7 @@
  */
 #include "uct_siwarp.h"
 
+
 #include <errno.h>
 #include <string.h>
 #include <arpa/inet.h>
@@ -27,6 +28,12 @@ void uct_siwarp_conn_param(uct_siwarp_iface_t *iface, struct siwarp_conn_param *
     /* RFC 7306 likewise only toward a software peer (the private data's
      * magic is checked too) */
     p->rfc7306 = (iface->config.atomics && soft) ? 1 : -1;
+    /* Toward a verbs device only the Read RTR: stock siw 6.1 as responder
+     * can leave a Write RTR unread and never reach RTS (the BTL's
+     * btl_siwarp_rtr read, test/interop/HW.md) */
+    if (!soft) {
+        p->rtr = SIWARP_RTR_READ;
+    }
 }
 
 ucs_status_t uct_siwarp_listen(uct_siwarp_iface_t *iface)
@@ -108,7 +115,8 @@ static void uct_siwarp_accept_one(uct_siwarp_iface_t *iface, struct siwarp_conn_
     conn->rep = rep;
     /* step 3: nothing of the connection is placed or delivered before its
      * first Send proved the key over this Reply's fresh nonce */
-    rc = siwarp_qp_verify_first_send(conn->qp, uct_siwarp_auth_verify_first, conn,
+    rc = conn->fin_due ? 0 :     /* a verbs device: uct_siwarp_conn_new says how */
+         siwarp_qp_verify_first_send(conn->qp, uct_siwarp_auth_verify_first, conn,
                                      sizeof(uct_siwarp_auth_fin_t), iface->config.llp_timeout_ms);
     if (rc < 0) {
         ucs_error("siwarp: siwarp_qp_verify_first_send: %s", strerror(-rc));

@@ -36,6 +36,8 @@
 #include <string.h>
 #include <arpa/inet.h>
 
+#include <ucs/time/time.h>
+
 /* Send queue slots beyond the ep's tx_depth: credit Writes and the first
  * Send, unsignaled, which an ep's accounting does not see. */
 #define UCT_SIWARP_CONN_SQ_SPARE 16
@@ -58,12 +60,21 @@ static int uct_siwarp_conn_post_recv(uct_siwarp_conn_t *conn, unsigned idx)
  * not connected yet.  NULL on failure (said in the log). */
 uct_siwarp_conn_t *uct_siwarp_conn_new(uct_siwarp_iface_t *iface, int initiator)
 {
-    size_t bytes = (size_t)iface->config.rx_depth * iface->config.seg_size;
+    /* A verbs device cannot hold an accepted connection back until its
+     * first Send proved the key (siwarp_qp_verify_first_send is
+     * -EOPNOTSUPP there): the proof lands in one more receive buffer and
+     * uct_siwarp_conn_recv checks it before any AM reaches UCT.  What it
+     * cannot stop: an RNIC places RDMA Writes and answers Reads of a
+     * replayed request before the missing proof fails the connection (the
+     * BTL's challenge round, btl_siwarp_auth.c, closes that gap). */
+    unsigned nbufs = iface->config.rx_depth +
+                     ((!initiator && !uct_siwarp_md_is_soft(iface->md)) ? 1 : 0);
+    size_t bytes   = (size_t)nbufs * iface->config.seg_size;
     struct siwarp_qp_init_attr attr = {
         .send_cq     = iface->cq,
         .recv_cq     = iface->cq,
         .max_send_wr = iface->config.tx_depth + UCT_SIWARP_CONN_SQ_SPARE,
-        .max_recv_wr = iface->config.rx_depth,
+        .max_recv_wr = nbufs,
         .max_sge     = iface->config.max_iov,
         .max_inline  = (uint32_t)iface->config.seg_size,
     };
@@ -79,6 +90,11 @@ uct_siwarp_conn_t *uct_siwarp_conn_new(uct_siwarp_iface_t *iface, int initiator)
     conn->iface     = iface;
     conn->initiator = initiator;
     conn->state     = UCT_SIWARP_CONN_CONNECTING;
+    conn->nbufs     = nbufs;
+    if (nbufs > iface->config.rx_depth) {
+        conn->fin_due      = 1;
+        conn->fin_deadline = ucs_get_time() + ucs_time_from_msec(iface->config.llp_timeout_ms);
+    }
     ucs_list_add_tail(&iface->conns, &conn->list);
 
     conn->credit_word = ucs_calloc(1, 64, "siwarp credit word");  /* a cache line of its own */
@@ -105,7 +121,7 @@ uct_siwarp_conn_t *uct_siwarp_conn_new(uct_siwarp_iface_t *iface, int initiator)
         goto err;
     }
     siwarp_qp_set_context(conn->qp, conn);
-    for (i = 0; i < iface->config.rx_depth; i++) {
+    for (i = 0; i < nbufs; i++) {
         rc = uct_siwarp_conn_post_recv(conn, i);
         if (rc < 0) {
             ucs_error("siwarp: posting receive buffers: %s", strerror(-rc));
@@ -242,13 +258,32 @@ static unsigned uct_siwarp_conn_recv(uct_siwarp_conn_t *conn, const struct siwar
     if (conn->state == UCT_SIWARP_CONN_FAILED) {
         return 0;
     }
-    if ((wc->wr_id >= iface->config.rx_depth) ||
-        (wc->byte_len < sizeof(uct_siwarp_am_hdr_t))) {
+    if (wc->wr_id >= conn->nbufs) {
+        siwarp_qp_to_error(conn->qp);
+        uct_siwarp_conn_set_failed(conn, -EPROTO, "a receive completion names no buffer");
+        return 0;
+    }
+    buf = (char*)conn->bufs + wc->wr_id * iface->config.seg_size;
+    if (conn->fin_due) {
+        /* a verbs device delivered the first Send: step 3 of
+         * uct_siwarp_auth.c before anything is handed to UCT */
+        if (uct_siwarp_auth_verify_first(conn, conn->qp, buf, wc->byte_len) < 0) {
+            siwarp_qp_to_error(conn->qp);
+            uct_siwarp_conn_set_failed(conn, -EACCES, NULL);
+            return 0;
+        }
+        conn->fin_due = 0;
+        rc = uct_siwarp_conn_post_recv(conn, (unsigned)wc->wr_id);   /* not an AM: no credit */
+        if (rc < 0) {
+            ucs_error("siwarp: reposting a receive buffer: %s", strerror(-rc));
+        }
+        return 1;
+    }
+    if (wc->byte_len < sizeof(uct_siwarp_am_hdr_t)) {
         siwarp_qp_to_error(conn->qp);
         uct_siwarp_conn_set_failed(conn, -EPROTO, "a malformed active message: closed it");
         return 0;
     }
-    buf = (char*)conn->bufs + wc->wr_id * iface->config.seg_size;
     hdr = (const uct_siwarp_am_hdr_t*)buf;
     if (hdr->am_id >= UCT_AM_ID_MAX) {
         siwarp_qp_to_error(conn->qp);
@@ -296,6 +331,11 @@ void uct_siwarp_conn_reap(uct_siwarp_iface_t *iface)
     uct_siwarp_conn_t *conn, *tmp;
 
     ucs_list_for_each_safe(conn, tmp, &iface->conns, list) {
+        if (conn->fin_due && (conn->state != UCT_SIWARP_CONN_FAILED) &&
+            (ucs_get_time() > conn->fin_deadline)) {
+            uct_siwarp_auth_warn(iface, conn->peer, "its first message did not come");
+            uct_siwarp_conn_set_failed(conn, -ETIMEDOUT, NULL);
+        }
         if ((conn->state == UCT_SIWARP_CONN_FAILED) && (conn->ep == NULL)) {
             uct_siwarp_conn_destroy(conn);
         }

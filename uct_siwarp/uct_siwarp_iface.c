@@ -163,9 +163,39 @@ static double uct_siwarp_link_bw(const char *name)
     return (mbps > 0) ? mbps * 1e6 / 8 : 1e9;
 }
 
-static ucs_status_t uct_siwarp_query_devices(uct_md_h md, uct_tl_device_resource_t **devices_p,
+/* On a verbs device (SIWARP_DEVICE=siw0, cxgb4_0, ...) only the interfaces
+ * whose address the device serves: rdma_cm binds a listener only to an
+ * address of an RDMA device, and libsiwarp refuses one of another device
+ * (-EADDRNOTAVAIL), so a listener on it, made and closed at once, tells.
+ * A loopback address is the exception: rdma_cm binds it without a device,
+ * and a connect to it then fails (-EINVAL, kernel siw0 on eth0), so it is
+ * left out.  Kernel siw0 on eth0 thus lists eth0 alone. */
+static int uct_siwarp_md_serves(uct_siwarp_md_t *md, const struct ifaddrs *ifa)
+{
+    struct siwarp_conn_param p;
+    struct siwarp_listener *l;
+    struct sockaddr_in sin;
+
+    if (uct_siwarp_md_is_soft(md)) {
+        return 1;
+    }
+    if (ifa->ifa_flags & IFF_LOOPBACK) {
+        return 0;
+    }
+    memcpy(&sin, ifa->ifa_addr, sizeof(sin));
+    sin.sin_port = 0;
+    siwarp_conn_param_default(&p);
+    if (siwarp_listen(md->ctx, (struct sockaddr*)&sin, sizeof(sin), &p, &l) < 0) {
+        return 0;
+    }
+    siwarp_listener_destroy(l);
+    return 1;
+}
+
+static ucs_status_t uct_siwarp_query_devices(uct_md_h tl_md, uct_tl_device_resource_t **devices_p,
                                              unsigned *num_devices_p)
 {
+    uct_siwarp_md_t *md = ucs_derived_of(tl_md, uct_siwarp_md_t);
     uct_tl_device_resource_t *devices = NULL, *tmp;
     struct ifaddrs *ifa, *i;
     unsigned n = 0, k;
@@ -184,7 +214,7 @@ static ucs_status_t uct_siwarp_query_devices(uct_md_h md, uct_tl_device_resource
                 break;
             }
         }
-        if (k < n) {
+        if ((k < n) || !uct_siwarp_md_serves(md, i)) {
             continue;
         }
         tmp = ucs_realloc(devices, sizeof(*devices) * (n + 1), "siwarp devices");
@@ -555,6 +585,44 @@ static ucs_status_t uct_siwarp_iface_thread_start(uct_siwarp_iface_t *self,
     return UCS_OK;
 }
 
+/* A verbs device takes at most its max_sge per WR (siw: 6), and libsiwarp
+ * refuses a QP that asks for more (-EINVAL): UCX_SIWARP_MAX_IOV is cut to
+ * what the device takes, found by creating QPs that are never connected
+ * (on a verbs device one is only memory until rdma_cm connects it). */
+static ucs_status_t uct_siwarp_iface_fit_iov(uct_siwarp_iface_t *self)
+{
+    struct siwarp_qp_init_attr attr = {
+        .send_cq     = self->cq,
+        .recv_cq     = self->cq,
+        .max_send_wr = self->config.tx_depth,
+        .max_recv_wr = 1,
+    };
+    struct siwarp_qp *qp;
+    int rc = -EINVAL;
+
+    if (uct_siwarp_md_is_soft(self->md)) {
+        return UCS_OK;
+    }
+    for (attr.max_sge = self->config.max_iov; attr.max_sge >= 2; attr.max_sge--) {
+        rc = siwarp_create_qp(self->md->pd, &attr, &qp);
+        if (rc != -EINVAL) {
+            break;
+        }
+    }
+    if (rc < 0) {
+        ucs_error("siwarp: %s takes no QP of %u send WRs with 2 SGEs: %s",
+                  siwarp_ctx_backend(self->md->ctx), self->config.tx_depth, strerror(-rc));
+        return uct_siwarp_status(rc);
+    }
+    siwarp_destroy_qp(qp);
+    if (attr.max_sge < self->config.max_iov) {
+        ucs_debug("siwarp: UCX_SIWARP_MAX_IOV=%u cut to %u, the SGEs a WR of %s takes",
+                  self->config.max_iov, attr.max_sge, siwarp_ctx_backend(self->md->ctx));
+        self->config.max_iov = attr.max_sge;
+    }
+    return UCS_OK;
+}
+
 /* Bad values of UCX_SIWARP_* stop the iface with a message naming them. */
 static ucs_status_t uct_siwarp_iface_config_verify(const uct_siwarp_iface_config_t *c)
 {
@@ -633,6 +701,10 @@ static UCS_CLASS_INIT_FUNC(uct_siwarp_iface_t, uct_md_h tl_md, uct_worker_h work
     if (rc < 0) {
         ucs_error("siwarp: siwarp_create_cq: %s", strerror(-rc));
         return uct_siwarp_status(rc);
+    }
+    status = uct_siwarp_iface_fit_iov(self);
+    if (status != UCS_OK) {
+        return status;
     }
     status = uct_siwarp_iface_words_init(self);
     if (status != UCS_OK) {

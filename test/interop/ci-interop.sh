@@ -1,7 +1,7 @@
 #!/bin/sh
 # ci-interop.sh - `make check-interop`, `check-interop-perftest`,
-# `check-interop-hw` and `check-interop-mpi-hw` for CI: only when ../shared/siw-vm
-# exists, under an overall time limit (INTEROP_TIMEOUT seconds, default
+# `check-interop-hw`, `check-interop-mpi-hw` and `check-interop-uct-hw` for
+# CI: only when ../shared/siw-vm exists, under an overall time limit (INTEROP_TIMEOUT seconds, default
 # 1500 = 25 min, guest build included), output TAP.  Run from the top of a
 # configured tree.  Exits 0 when skipped or when no test failed.
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -19,13 +19,15 @@ fi
 make -j2 contrib/siwarp-rping contrib/siwarp-perftest >/dev/null || { echo "Bail out! build failed"; exit 1; }
 # the siw matrix, perftest -R against siwarp-perftest (~1 min), then the
 # verbs backend on the guest's siw0 and the mixed cluster (host rank on the
-# software backend, guest rank on siw0)
+# software backend, guest rank on siw0), for the BTL and then the UCX
+# transport
 timeout --kill-after=30 "${INTEROP_TIMEOUT:-1500}" sh -c '
     rc=0
     make --no-print-directory check-interop SIWVM_SCRIPTS="$1" ${2:+INTEROP_BOOTS="$2"} || rc=1
     make --no-print-directory check-interop-perftest SIWVM_SCRIPTS="$1" || rc=1
     make --no-print-directory check-interop-hw SIWVM_SCRIPTS="$1" || rc=1
     make --no-print-directory check-interop-mpi-hw SIWVM_SCRIPTS="$1" || rc=1
+    make --no-print-directory check-interop-uct-hw SIWVM_SCRIPTS="$1" || rc=1
     exit $rc' ci-interop "$scripts" "$INTEROP_BOOTS"
 rc=$?
 if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then

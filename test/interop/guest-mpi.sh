@@ -11,6 +11,7 @@
 #   mixed.done     host: the host+guest job is over; the guest powers off
 R=/mnt/host/run
 T=${STEP_TIMEOUT:-400}
+. /mnt/host/lib-guest.sh     # launch_agent
 export HOME=/root OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_plm_rsh_agent=false OMPI_MCA_rmaps_base_oversubscribe=1
 H=$(cat "$R/hostdir")
@@ -37,25 +38,8 @@ while read -r id np prog args; do
     echo "SIWMPI: step $id rc=$rc"
 done <"$R/steps"
 
-# the host+guest job: a launch agent for the host's mpirun (one command
-# line per connection, run detached, as ssh would run orted)
-cat >/tmp/agent.sh <<'AGENT'
-#!/bin/sh
-read -r cmd
-echo "$(date +%T) $cmd" >>/tmp/agent.log
-export HOME=/root
-setsid sh -c "$cmd" </dev/null >>/tmp/agent.out 2>&1 &
-AGENT
-chmod +x /tmp/agent.sh
-socat TCP-LISTEN:2222,reuseaddr,fork EXEC:/tmp/agent.sh &
-apid=$!
-i=0
-while ! grep -q ':08AE 00000000:0000 0A' /proc/net/tcp && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-: >"$R/agent"
-i=0
-while [ ! -e "$R/mixed.done" ] && [ $i -lt 6000 ]; do sleep 0.2; i=$((i + 1)); done
-kill $apid 2>/dev/null
-cp /tmp/agent.log /tmp/agent.out "$R/" 2>/dev/null
+# the host+guest job: the launch agent, until the host says mixed.done
+launch_agent "$R/agent" "$R/mixed.done"
 dmesg | grep -iE 'siw|iwarp' | tail -40 >"$R/dmesg"
 sync
 echo "SIWMPI: done"

@@ -68,3 +68,30 @@ rping_server_rc() {
         echo "$1"
     fi
 }
+
+# launch_agent READY DONE: the launch agent of a host+guest mpirun, as ssh
+# would run orted: socat on TCP 2222 runs each connection's one command
+# line detached.  READY once it listens; runs until DONE exists (20 min at
+# most); its logs go to $R/agent.log and $R/agent.out.
+# socat -t 30: once the host's side has sent its line and closed, socat by
+# default gives the script 0.5 s before it ends it, which under TCG was
+# sometimes too short to start orted (the host's mpirun then waited for
+# it until its timeout, "date: write error: Broken pipe" on the console).
+launch_agent() {
+    cat >/tmp/agent.sh <<'AGENT'
+#!/bin/sh
+read -r cmd
+export HOME=/root
+setsid sh -c "$cmd" </dev/null >>/tmp/agent.out 2>&1 &
+echo "$(date +%T) $cmd" >>/tmp/agent.log
+AGENT
+    chmod +x /tmp/agent.sh
+    socat -t 30 TCP-LISTEN:2222,reuseaddr,fork EXEC:/tmp/agent.sh &
+    apid=$!
+    i=0
+    while ! listening 2222 && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+    : >"$1"
+    wait_file "$2" 12000
+    kill $apid 2>/dev/null
+    cp /tmp/agent.log /tmp/agent.out "$R/" 2>/dev/null
+}

@@ -18,3 +18,50 @@ tap() {
     n=$((n + 1))
     echo "$1 $n - $2${3:+ # $3}"
 }
+
+# tap_guest_boot NS NETDEV HOSTIP GUESTIP SIWVM SHARE SCRIPT LOG [KARGS...]:
+# a network namespace NS with a tap device NETDEV (HOSTIP/24) that qemu
+# uses as the guest's NIC (guest GUESTIP/24, siw0 on its eth0), so host and
+# guest TCP meet without NAT; boots the guest from SIWVM on it, running
+# SCRIPT from the share SHARE, console in LOG.  Sets qpid (qemu's
+# timeout); the caller's cleanup kills what runs in NS and deletes it.
+tap_guest_boot() {
+    local ns=$1 dev=$2 hip=$3 gip=$4 vm=$5 share=$6 script=$7 log=$8
+    shift 8
+    ip netns add "$ns" || return 1
+    ip -n "$ns" link set lo up
+    ip -n "$ns" tuntap add dev "$dev" mode tap
+    ip -n "$ns" addr add "$hip/24" dev "$dev"
+    ip -n "$ns" link set "$dev" up
+    ip netns exec "$ns" env SIWVM="$vm" SHARE="$share" MEM="${MEM:-2048}" SMP="${SMP:-2}" \
+        NETDEV="tap,id=n0,ifname=$dev,script=no,downscript=no" \
+        timeout 3000 "$SIWVM_SCRIPTS/boot.sh" siwip="$gip/24" siwgw="$hip" siwrun="$script" "$@" \
+        </dev/null >"$log" 2>&1 &
+    qpid=$!
+}
+
+# rsh_agent SHARE: SHARE/rsh-agent.sh, the plm_rsh_agent of a host+guest
+# mpirun (orted checks that the agent exists, so it has the same path on
+# both sides): one command line to the guest's launch agent (lib-guest.sh)
+rsh_agent() {
+    cat >"$1/rsh-agent.sh" <<'AGENT'
+#!/bin/sh
+# plm_rsh_agent: HOST CMD... -> one line to the guest's socat (TCP 2222)
+host=$1; shift
+printf '%s\n' "$*" | socat -t 5 - "TCP:$host:2222"
+AGENT
+    chmod +x "$1/rsh-agent.sh"
+}
+
+# tap_guest_cleanup: the EXIT trap of a runner that used tap_guest_boot:
+# stops qemu ($qpid) and whatever runs in $NS, deletes $NS, and removes
+# $SHARE unless KEEP=1 or a test failed ($failed)
+tap_guest_cleanup() {
+    local pids
+    [ -n "$qpid" ] && kill "$qpid" 2>/dev/null
+    pids=$(ip netns pids "$NS" 2>/dev/null)
+    [ -n "$pids" ] && kill -9 $pids 2>/dev/null
+    ip netns del "$NS" 2>/dev/null
+    wait 2>/dev/null
+    [ "${KEEP:-0}" = 1 ] || [ -n "$failed" ] || rm -rf "$SHARE"
+}

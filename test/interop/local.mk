@@ -79,12 +79,26 @@ check-interop-hw: contrib/siwarp-rping
 SIWVM_MPI ?= /tmp/siwvm-mpi
 EXTRA_DIST += test/interop/build-guest-mpi.sh test/interop/run-mpi-hw.sh \
 	test/interop/guest-mpi.sh test/interop/HW.md
-check-interop-mpi-hw: all
-	@if [ ! -f "$(SIWVM_MPI)/vmlinux" ] || [ ! -f "$(SIWVM_MPI)/initrd.img" ]; then \
+# the guest with Open MPI and UCX, built when missing
+SIWVM_MPI_GUEST = if [ ! -f "$(SIWVM_MPI)/vmlinux" ] || [ ! -f "$(SIWVM_MPI)/initrd.img" ]; then \
 	    SIWVM="$(SIWVM)" SIWVM_MPI="$(SIWVM_MPI)" SIWVM_SCRIPTS="$(SIWVM_SCRIPTS)" \
 	    $(SHELL) $(top_srcdir)/test/interop/build-guest-mpi.sh || exit 1; \
 	fi
+check-interop-mpi-hw: all
+	@$(SIWVM_MPI_GUEST)
 	@SIWVM_MPI="$(SIWVM_MPI)" SIWVM_SCRIPTS="$(SIWVM_SCRIPTS)" top_srcdir="$(abs_top_srcdir)" \
 	    top_builddir="$(abs_top_builddir)" OUT="$${INTEROP_OUT:-}" \
 	    $(SHELL) $(top_srcdir)/test/interop/run-mpi-hw.sh
 .PHONY: check-interop-mpi-hw
+
+# The UCX transport (uct_siwarp) over the verbs backend on the guest's siw0,
+# and host (software) <-> guest (siw0): ucx_info, ucx_perftest at UCT and
+# UCP level, a mixed MPI job over pml/osc ucx: test/interop/run-uct-hw.sh
+# (the guest of check-interop-mpi-hw, which has UCX).
+EXTRA_DIST += test/interop/run-uct-hw.sh test/interop/guest-uct.sh
+check-interop-uct-hw: all
+	@$(SIWVM_MPI_GUEST)
+	@SIWVM_MPI="$(SIWVM_MPI)" SIWVM_SCRIPTS="$(SIWVM_SCRIPTS)" top_srcdir="$(abs_top_srcdir)" \
+	    top_builddir="$(abs_top_builddir)" OUT="$${INTEROP_OUT:+$${INTEROP_OUT}/uct-hw}" \
+	    $(SHELL) $(top_srcdir)/test/interop/run-uct-hw.sh
+.PHONY: check-interop-uct-hw

@@ -41,23 +41,15 @@ HOSTIP=10.78.0.1 GUESTIP=10.78.0.2
 COMP=$top_builddir/btl_siwarp/.libs/mca_btl_siwarp.so
 PROGS="mpi_pingpong mpi_anysrc mpi_datatype mpi_flood mpi_coll mpi_onesided mpi_remap"
 n=0; failed=; qpid=
-. "$here/lib-host.sh"     # now_ms, wait_for (its tap is replaced below)
+. "$here/lib-host.sh"     # now_ms, wait_for, tap_guest_*, rsh_agent (its tap is replaced below)
 tap() { n=$((n + 1)); echo "$1 $n - $2"; [ "$1" = ok ] || failed=1; }
-cleanup() {
-    [ -n "$qpid" ] && kill "$qpid" 2>/dev/null
-    local pids; pids=$(ip netns pids "$NS" 2>/dev/null)
-    [ -n "$pids" ] && kill -9 $pids 2>/dev/null
-    ip netns del "$NS" 2>/dev/null
-    wait 2>/dev/null
-    [ "${KEEP:-0}" = 1 ] || [ -n "$failed" ] || rm -rf "$SHARE"
-}
 [ "$(id -u)" = 0 ] || { echo "1..0 # SKIP needs root (netns, tap)"; exit 0; }
 [ -f "$SIWVM_MPI/initrd.img" ] || { echo "1..0 # SKIP no MPI guest in $SIWVM_MPI (test/interop/build-guest-mpi.sh)"; exit 0; }
 [ -f "$COMP" ] || { echo "1..0 # SKIP $COMP not built"; exit 0; }
 # rdma-core is dlopen'ed on first use (common/hw_dl.h): ldd cannot tell
 grep -q '^#define HAVE_VERBS 1' "$top_builddir/config.h" 2>/dev/null ||
     { echo "1..0 # SKIP BTL built without the verbs backend"; exit 0; }
-trap cleanup EXIT
+trap tap_guest_cleanup EXIT
 trap 'exit 1' INT TERM
 
 mkdir -p "$SHARE/run" "$SHARE/mpi/comp"
@@ -66,15 +58,9 @@ for p in $PROGS; do
     if [ -x "$top_builddir/test/mpi/$p" ]; then cp "$top_builddir/test/mpi/$p" "$SHARE/mpi/"
     else mpicc -O2 -g -o "$SHARE/mpi/$p" "$top_srcdir/test/mpi/$p.c" || exit 1; fi
 done
-cp "$here/guest-mpi.sh" "$SHARE/"
+cp "$here/guest-mpi.sh" "$here/lib-guest.sh" "$SHARE/"
 echo "$SHARE" >"$SHARE/run/hostdir"
-cat >"$SHARE/rsh-agent.sh" <<'AGENT'
-#!/bin/sh
-# plm_rsh_agent: HOST CMD... -> one line to the guest's socat (TCP 2222)
-host=$1; shift
-printf '%s\n' "$*" | socat -t 5 - "TCP:$host:2222"
-AGENT
-chmod +x "$SHARE/rsh-agent.sh"
+rsh_agent "$SHARE"
 : >"$SHARE/run/steps"
 [ "${MPI_HW_GUEST:-1}" = 0 ] || cat >"$SHARE/run/steps" <<STEPS
 g1 2 mpi_pingpong 4194304
@@ -88,17 +74,9 @@ STEPS
 echo "1..$(( $(wc -l <"$SHARE/run/steps") + 1 ))"
 echo "# output in $OUT"
 
-ip netns add "$NS" || exit 1
-ip -n "$NS" link set lo up
-ip -n "$NS" tuntap add dev tapsiw0 mode tap
-ip -n "$NS" addr add "$HOSTIP/24" dev tapsiw0
-ip -n "$NS" link set tapsiw0 up
 tb=$(now_ms)
-ip netns exec "$NS" env SIWVM="$SIWVM_MPI" SHARE="$SHARE" MEM="${MEM:-2048}" SMP="${SMP:-2}" \
-    NETDEV="tap,id=n0,ifname=tapsiw0,script=no,downscript=no" \
-    timeout 3000 "$SIWVM_SCRIPTS/boot.sh" siwip="$GUESTIP/24" siwgw="$HOSTIP" siwrun=guest-mpi.sh $KARGS \
-    </dev/null >"$OUT/console.log" 2>&1 &
-qpid=$!
+tap_guest_boot "$NS" tapsiw0 "$HOSTIP" "$GUESTIP" "$SIWVM_MPI" "$SHARE" guest-mpi.sh \
+    "$OUT/console.log" $KARGS || exit 1
 wait_for 180 test -e "$SHARE/run/up" || echo "# guest did not start its script"
 echo "# guest up after $(( $(now_ms) - tb )) ms"
 
