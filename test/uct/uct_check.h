@@ -27,6 +27,7 @@ typedef struct {
 extern uct_worker_h worker;
 
 void check(int cond, const char *what);
+void skip_check(const char *what, const char *why);
 double now(void);
 ucs_status_t flush_ep(uct_ep_h ep);
 int open_side(uct_md_h md, uct_iface_config_t *cfg, const char *dev, side_t *s);
