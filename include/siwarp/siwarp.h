@@ -75,6 +75,13 @@ int  siwarp_ctx_set_single_thread(struct siwarp_ctx *ctx, bool on);
  * transfers and still spins for small messages.  wait_us 0 (the default)
  * turns it off; at most 60 s.  Software backend only; 0 or -EINVAL. */
 int  siwarp_ctx_set_idle_wait(struct siwarp_ctx *ctx, uint32_t spin_us, uint32_t wait_us);
+/* on: the idle wait above also sleeps when nothing is in flight -- a
+ * process waiting for a peer's next message sleeps in epoll instead of
+ * spinning, which is what a core shared by more processes than it can run
+ * at once wants (the peer that must send gets the CPU, and the message
+ * wakes the sleeper).  off (the default): a quiet peer finds a spinning
+ * poller.  Software backend only; 0 or -EINVAL. */
+int  siwarp_ctx_set_idle_quiet(struct siwarp_ctx *ctx, bool on);
 /* A peer that stops inside an FPDU it began (its length or part of its
  * payload sent, the rest never, its TCP connection kept alive: keepalive
  * and TCP_USER_TIMEOUT cannot see it) fails its QP with -ETIMEDOUT once
