@@ -114,6 +114,11 @@ int  siwarp_ctx_set_rx_stall(struct siwarp_ctx *ctx, int ms);
 int  siwarp_ctx_start_progress_thread(struct siwarp_ctx *ctx, uint32_t away_us);
 /* Stop and join the thread.  0, or -EINVAL (none runs). */
 int  siwarp_ctx_stop_progress_thread(struct siwarp_ctx *ctx);
+/* Run the thread on these CPUs: cpus is a cpu_set_t of size bytes, as
+ * pthread_setaffinity_np takes it.  Until then it runs where the thread
+ * that started it was bound.  0; -EINVAL (no thread runs, no set); or the
+ * negative errno of pthread_setaffinity_np (-EINVAL: no allowed CPU). */
+int  siwarp_ctx_set_progress_thread_cpus(struct siwarp_ctx *ctx, const void *cpus, size_t size);
 struct siwarp_progress_thread_stats {
     uint64_t passes;        /* progress passes the thread made */
     uint64_t served;        /* events those passes handled */
