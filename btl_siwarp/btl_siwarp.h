@@ -273,6 +273,7 @@ typedef struct mca_btl_siwarp_component_t {
                                 or an accepted one that owes its first message */
     int   big_fpdu;          /* larger FPDUs between siwarp peers (0: off) */
     int   progress_thread;
+    int   progress_thread_place;     /* 1: on a core the rank is not bound to (topo.c) */
     int   fallback;          /* enum mca_btl_siwarp_fallback */
     int   disable_loopback;
     int   rx_inline;         /* longest Send to ob1 from libsiwarp's staging */
@@ -420,6 +421,9 @@ void mca_btl_siwarp_srq_release(mca_btl_siwarp_module_t *m, int grant);
 int  mca_btl_siwarp_srq_repost(mca_btl_siwarp_module_t *m, struct mca_btl_siwarp_frag_t *frag);
 void mca_btl_siwarp_srq_fini(mca_btl_siwarp_module_t *m);
 int  mca_btl_siwarp_flush(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep);
+
+/* topo.c: the progress thread on the nearest core the rank is not bound to */
+void mca_btl_siwarp_topo_place_thread(mca_btl_siwarp_module_t *m);
 
 /* btl_siwarp_atomic.c: BTL atomics (btl_atomic_op / _fop / _cswap) */
 #define MCA_BTL_SIWARP_ATOMIC_FLAGS                                                     \

@@ -242,6 +242,11 @@ int mca_btl_siwarp_params_register(void)
     reg_bool("progress_thread", "Run a thread that progresses libsiwarp (serves incoming "
              "RDMA Reads and Write placement while the application computes)",
              &c->progress_thread, OPAL_INFO_LVL_3);
+    c->progress_thread_place = 1;
+    reg_bool("progress_thread_place", "Run the progress thread on the nearest core (from Open "
+             "MPI's hardware topology) that the rank is not bound to, so that it does not wait "
+             "for the rank's own core; false, or a rank that is not bound: where the rank runs",
+             &c->progress_thread_place, OPAL_INFO_LVL_5);
     c->fallback = MCA_BTL_SIWARP_FALLBACK_TCP;
     reg_enum("fallback", "What to do with a peer that cannot speak iWARP: tcp (carry its "
              "traffic over framed TCP and warn once) or error (treat it as unreachable)",
@@ -387,9 +392,10 @@ int mca_btl_siwarp_params_verify(void)
     if (c->mpa_rev != 1 && c->mpa_rev != 2) {
         return bad("btl_siwarp_mpa_rev", c->mpa_rev, "1 or 2");
     }
-    if ((c->crc | c->markers | c->progress_thread) & ~1) {
-        return bad("btl_siwarp_crc/markers/progress_thread",
-                   c->crc | c->markers | c->progress_thread, "0 or 1");
+    if ((c->crc | c->markers | c->progress_thread | c->progress_thread_place) & ~1) {
+        return bad("btl_siwarp_crc/markers/progress_thread/progress_thread_place",
+                   c->crc | c->markers | c->progress_thread | c->progress_thread_place,
+                   "0 or 1");
     }
     if (c->rx_inline < 0 || c->rx_inline > 65536) {
         return bad("btl_siwarp_rx_inline", c->rx_inline, "0-65536");

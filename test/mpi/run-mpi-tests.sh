@@ -396,6 +396,7 @@ bad_param() {
     fi
 }
 bad_param btl_siwarp_rq_depth 0
+bad_param btl_siwarp_progress_thread_place 3
 
 if ompi_info --param btl siwarp --level 9 2>/dev/null | grep -q "btl_siwarp_progress_thread"; then
     ok "ompi_info --param btl siwarp --level 9 documents the parameters"
@@ -491,6 +492,19 @@ vcheck $? srq_floor_default "np=8: every peer gets 3 credits from the shared rec
 srq_floor rq2 --mca btl_siwarp_rq_depth 2
 vcheck $? srq_floor_rq2 "np=8, rq_depth=2: the default floor of 3 credits yields to rq_depth" \
     "collectives: ok" "shared receive queue: 2 credits granted (+1 control)"
+# The progress thread of a rank bound to a core runs on another core
+# (Open MPI's topology); a rank that is not bound leaves it where it is.
+if [ "$(nproc)" -ge 2 ]; then
+    vrun place2 2 --bind-to core --mca btl_siwarp_progress_thread 1 "$OUT/mpi_coll"
+    vcheck $? place2 "progress thread of a bound rank placed on the nearest core it is not bound to" \
+        "collectives: ok" "progress thread: on the nearest core the rank is not bound to (CPU 1): placed" \
+        "progress thread: on the nearest core the rank is not bound to (CPU 0): placed"
+    vrun place2none 2 --bind-to none --mca btl_siwarp_progress_thread 1 "$OUT/mpi_coll"
+    vcheck $? place2none "progress thread of an unbound rank left where it started" \
+        "collectives: ok" "progress thread: left where it started" "!progress thread: on the nearest"
+else
+    skip "progress thread placement" "one core"
+fi
 # The challenge round of btl_siwarp_auth.c, which an acceptor on a verbs
 # device runs (the RNIC would place and deliver before a first message
 # could be checked): every request is first answered with a signed
