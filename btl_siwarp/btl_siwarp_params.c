@@ -148,10 +148,19 @@ int mca_btl_siwarp_params_register(void)
     reg_int("idle_spin_us", "Microseconds of progress calls that move no data, while a large "
             "transfer waits on its socket, before progress sleeps instead of spinning "
             "(0-1000000; see btl_siwarp_idle_wait_us)", &c->idle_spin_us, OPAL_INFO_LVL_5);
-    c->idle_wait_us = 0;
+    c->idle_wait_us = -1;
     reg_int("idle_wait_us", "Longest sleep of one progress call once btl_siwarp_idle_spin_us "
-            "passed idle with a transfer in flight; a socket becoming ready ends it at once "
-            "(0: always spin; 0-1000000)", &c->idle_wait_us, OPAL_INFO_LVL_5);
+            "passed idle with a transfer in flight (under btl_siwarp_idle_quiet: with nothing "
+            "to do at all); a socket becoming ready ends it at once (-1: 0, or 1000 under "
+            "btl_siwarp_idle_quiet; 0: always spin; -1-1000000)", &c->idle_wait_us,
+            OPAL_INFO_LVL_5);
+    c->idle_quiet = 0;
+    reg_int("idle_quiet", "On a node where Open MPI yields when idle (mpi_yield_when_idle, "
+            "which it sets itself on an oversubscribed node), sleep in progress also when no "
+            "transfer is in flight, once btl_siwarp_idle_spin_us passed with nothing to do, "
+            "instead of spinning and yielding as btl tcp does (0: off, the default: on a "
+            "virtual machine's cores the sleeps cost more than they give back; 1: on)",
+            &c->idle_quiet, OPAL_INFO_LVL_5);
     c->max_inline = 64;
     reg_int("max_inline", "Bytes copied into the send queue at post time (0-1024)",
             &c->max_inline, OPAL_INFO_LVL_6);
@@ -375,8 +384,11 @@ int mca_btl_siwarp_params_verify(void)
     if (c->idle_spin_us < 0 || c->idle_spin_us > 1000000) {
         return bad("btl_siwarp_idle_spin_us", c->idle_spin_us, "0 to 1000000");
     }
-    if (c->idle_wait_us < 0 || c->idle_wait_us > 1000000) {
-        return bad("btl_siwarp_idle_wait_us", c->idle_wait_us, "0 to 1000000");
+    if (c->idle_wait_us < -1 || c->idle_wait_us > 1000000) {
+        return bad("btl_siwarp_idle_wait_us", c->idle_wait_us, "-1 to 1000000");
+    }
+    if (c->idle_quiet < 0 || c->idle_quiet > 1) {
+        return bad("btl_siwarp_idle_quiet", c->idle_quiet, "0 or 1");
     }
     if (c->max_inline < 0 || c->max_inline > 1024) {
         return bad("btl_siwarp_max_inline", c->max_inline, "0 to 1024");

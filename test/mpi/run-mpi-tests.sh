@@ -396,6 +396,8 @@ bad_param() {
     fi
 }
 bad_param btl_siwarp_rq_depth 0
+bad_param btl_siwarp_idle_quiet -1
+bad_param btl_siwarp_idle_wait_us -2
 bad_param btl_siwarp_progress_thread_place 3
 
 if ompi_info --param btl siwarp --level 9 2>/dev/null | grep -q "btl_siwarp_progress_thread"; then
@@ -492,6 +494,22 @@ vcheck $? srq_floor_default "np=8: every peer gets 3 credits from the shared rec
 srq_floor rq2 --mca btl_siwarp_rq_depth 2
 vcheck $? srq_floor_rq2 "np=8, rq_depth=2: the default floor of 3 credits yields to rq_depth" \
     "collectives: ok" "shared receive queue: 2 credits granted (+1 control)"
+# A shared core's back-off (btl_siwarp_idle_quiet): asked for, on where
+# Open MPI yields when idle (4 ranks on this host's slots: oversubscribed);
+# never with a core per rank; off by default.
+if [ "$(nproc)" -lt 4 ]; then
+    vrun quiet4 4 --mca btl_siwarp_idle_quiet 1 "$OUT/mpi_coll"
+    vcheck $? quiet4 "np=4 oversubscribed, btl_siwarp_idle_quiet=1: progress sleeps when idle" \
+        "collectives: ok" "oversubscribed: progress sleeps after 20 us idle: on"
+    vrun quiet4off 4 "$OUT/mpi_coll"
+    vcheck $? quiet4off "np=4 oversubscribed, by default: spins and yields as btl tcp" \
+        "collectives: ok" "!progress sleeps after"
+else
+    skip "oversubscribed back-off" "needs fewer than 4 cores to oversubscribe with 4 ranks"
+fi
+vrun quiet2 2 --mca btl_siwarp_idle_quiet 1 "$OUT/mpi_coll"
+vcheck $? quiet2 "np=2 on its own cores, btl_siwarp_idle_quiet=1: no back-off, progress spins" \
+    "collectives: ok" "!progress sleeps after"
 # The progress thread of a rank bound to a core runs on another core
 # (Open MPI's topology); a rank that is not bound leaves it where it is.
 if [ "$(nproc)" -ge 2 ]; then
