@@ -510,13 +510,18 @@ fi
 vrun quiet2 2 --mca btl_siwarp_idle_quiet 1 "$OUT/mpi_coll"
 vcheck $? quiet2 "np=2 on its own cores, btl_siwarp_idle_quiet=1: no back-off, progress spins" \
     "collectives: ok" "!progress sleeps after"
-# The progress thread of a rank bound to a core runs on another core
-# (Open MPI's topology); a rank that is not bound leaves it where it is.
+# The progress thread of a bound rank runs on a core no rank of the node
+# is bound to (Open MPI's topology and the cpusets it publishes); with
+# every core taken, or an unbound rank, it stays where it started.
 if [ "$(nproc)" -ge 2 ]; then
-    vrun place2 2 --bind-to core --mca btl_siwarp_progress_thread 1 "$OUT/mpi_coll"
-    vcheck $? place2 "progress thread of a bound rank placed on the nearest core it is not bound to" \
-        "collectives: ok" "progress thread: on the nearest core the rank is not bound to (CPU 1): placed" \
-        "progress thread: on the nearest core the rank is not bound to (CPU 0): placed"
+    vrun place1 1 --bind-to core --mca btl_siwarp_progress_thread 1 "$OUT/mpi_coll"
+    vcheck $? place1 "progress thread of a bound rank placed on a free core" \
+        "collectives: ok" "progress thread: on the nearest core no rank of this node is bound to (CPU 1): placed"
+    if [ "$(nproc)" -eq 2 ]; then
+        vrun place2 2 --bind-to core --mca btl_siwarp_progress_thread 1 "$OUT/mpi_coll"
+        vcheck $? place2 "progress thread kept off the other rank's core (2 ranks, 2 cores)" \
+            "collectives: ok" "progress thread: left where it started" "!progress thread: on the nearest"
+    fi
     vrun place2none 2 --bind-to none --mca btl_siwarp_progress_thread 1 "$OUT/mpi_coll"
     vcheck $? place2none "progress thread of an unbound rank left where it started" \
         "collectives: ok" "progress thread: left where it started" "!progress thread: on the nearest"
