@@ -25,8 +25,9 @@
 # --siwarp-mca adds mpirun arguments to siwarp's runs only (a parameter to
 # try against the defaults).  Markdown on stdout, or into --out.
 # Environment: BUILDDIR (build tree with btl_siwarp/.libs), BENCH_TIMEOUT
-# (seconds per mpirun, default 300), BENCH_LOCK (a file: every mpirun holds
-# flock on it, so that benchmarks of several users of one host never overlap).
+# (seconds per mpirun, default 300), BENCH_LOCK (a file: each round holds
+# flock on it, so that benchmarks of several users of one host never
+# overlap, and a round's transports meet the same machine).
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -65,8 +66,6 @@ OMPI_DIR=$(ompi_info --path pkglibdir --parsable 2>/dev/null | sed -n 's/^path:p
 export OMPI_MCA_mca_base_component_path="$COMP:$OMPI_DIR"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 T=${BENCH_TIMEOUT:-300}
-LOCK=""
-[ -n "${BENCH_LOCK:-}" ] && LOCK="flock $BENCH_LOCK"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench-oversub.XXXXXX") || exit 1
 child=""
@@ -102,7 +101,7 @@ targs() {
 run() {     # NP TRANSPORT OUTFILE PROGRAM ARGS...: one mpirun, bounded
     np=$1; t=$2; o=$3; shift 3
     # shellcheck disable=SC2046,SC2086
-    (cd "$tmp" && $LOCK timeout "$T" mpirun -np "$np" --oversubscribe --bind-to none \
+    (cd "$tmp" && timeout "$T" mpirun -np "$np" --oversubscribe --bind-to none \
         $(targs "$t") "$@") > "$o" 2>&1 &
     child=$!
     wait $child
@@ -112,8 +111,10 @@ run() {     # NP TRANSPORT OUTFILE PROGRAM ARGS...: one mpirun, bounded
     return $rc
 }
 
+[ -n "${BENCH_LOCK:-}" ] && exec 9>> "$BENCH_LOCK"
 r=1
 while [ $r -le "$reps" ]; do
+    [ -n "${BENCH_LOCK:-}" ] && flock 9
     order="siwarp tcp"
     [ $((r % 2)) = 0 ] && order="tcp siwarp"
     for np in $nps; do
@@ -129,6 +130,7 @@ while [ $r -le "$reps" ]; do
             fi
         done
     done
+    [ -n "${BENCH_LOCK:-}" ] && flock -u 9
     r=$((r + 1))
 done
 
