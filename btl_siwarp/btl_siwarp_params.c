@@ -404,10 +404,12 @@ int mca_btl_siwarp_params_verify(void)
     if (c->mpa_rev != 1 && c->mpa_rev != 2) {
         return bad("btl_siwarp_mpa_rev", c->mpa_rev, "1 or 2");
     }
-    if ((c->crc | c->markers | c->progress_thread | c->progress_thread_place) & ~1) {
-        return bad("btl_siwarp_crc/markers/progress_thread/progress_thread_place",
-                   c->crc | c->markers | c->progress_thread | c->progress_thread_place,
-                   "0 or 1");
+    if ((c->crc | c->markers | c->progress_thread) & ~1) {
+        return bad("btl_siwarp_crc/markers/progress_thread",
+                   c->crc | c->markers | c->progress_thread, "0 or 1");
+    }
+    if (c->progress_thread_place & ~1) {
+        return bad("btl_siwarp_progress_thread_place", c->progress_thread_place, "0 or 1");
     }
     if (c->rx_inline < 0 || c->rx_inline > 65536) {
         return bad("btl_siwarp_rx_inline", c->rx_inline, "0-65536");

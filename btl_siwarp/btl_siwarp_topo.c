@@ -82,7 +82,8 @@ static int pick_core(cpu_set_t *set)
     }
     if (0 != hwloc_get_cpubind(topo, bound, HWLOC_CPUBIND_PROCESS) ||
         hwloc_bitmap_isincluded(allowed, bound)) {
-        goto out;               /* unknown or unbound: nothing to choose */
+        rc = 2;                 /* unknown or unbound: nothing to choose */
+        goto out;
     }
     hwloc_bitmap_copy(used, bound);
     add_local_ranks(used);
@@ -127,8 +128,8 @@ void mca_btl_siwarp_topo_place_thread(mca_btl_siwarp_module_t *m)
     rc = pick_core(&set);
     if (1 != rc) {
         BTL_VERBOSE(("progress thread: left where it started (%s)",
-                     0 == rc ? "the rank is not bound, or no core is free of the node's ranks"
-                             : "no topology"));
+                     0 == rc ? "no core is free of the node's ranks"
+                     : 2 == rc ? "the rank is not bound" : "no topology"));
         return;
     }
     int first = 0;
