@@ -253,7 +253,8 @@ typedef struct mca_btl_siwarp_component_t {
     int   credit_threshold;
     int   tx_coalesce;
     int   idle_spin_us;
-    int   idle_wait_us;
+    int   idle_wait_us;              /* -1: 0, or MCA_BTL_SIWARP_OVERSUB_WAIT_US under idle_quiet */
+    int   idle_quiet;                /* 1: the back-off where Open MPI yields when idle */
     int   sq_depth;
     int   max_inline;
     int   free_list_num;
@@ -273,6 +274,7 @@ typedef struct mca_btl_siwarp_component_t {
                                 or an accepted one that owes its first message */
     int   big_fpdu;          /* larger FPDUs between siwarp peers (0: off) */
     int   progress_thread;
+    int   progress_thread_place;     /* 1: on a core the rank is not bound to (topo.c) */
     int   fallback;          /* enum mca_btl_siwarp_fallback */
     int   disable_loopback;
     int   rx_inline;         /* longest Send to ob1 from libsiwarp's staging */
@@ -320,6 +322,7 @@ typedef struct mca_btl_siwarp_module_t {
     int num_listen;
     unsigned polls;                  /* progress calls, to pace listener checks */
     uint64_t tcp_looked_ms;          /* last look at the fallback listeners, oversubscribed */
+    int oversub_seen;                /* mca_btl_siwarp_oversub_backoff ran */
     mca_btl_siwarp_tcp_pending_t tcp_pending[MCA_BTL_SIWARP_TCP_PENDING_MAX];
     int tcp_npending;
     int tcp_held;                    /* a fallback frame waits for the next flush */
@@ -420,6 +423,13 @@ void mca_btl_siwarp_srq_release(mca_btl_siwarp_module_t *m, int grant);
 int  mca_btl_siwarp_srq_repost(mca_btl_siwarp_module_t *m, struct mca_btl_siwarp_frag_t *frag);
 void mca_btl_siwarp_srq_fini(mca_btl_siwarp_module_t *m);
 int  mca_btl_siwarp_flush(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep);
+
+/* component.c: a shared core's back-off (btl_siwarp_idle_quiet) */
+#define MCA_BTL_SIWARP_OVERSUB_WAIT_US 1000
+void mca_btl_siwarp_oversub_backoff(mca_btl_siwarp_module_t *m);
+
+/* topo.c: the progress thread on the nearest core the rank is not bound to */
+void mca_btl_siwarp_topo_place_thread(mca_btl_siwarp_module_t *m);
 
 /* btl_siwarp_atomic.c: BTL atomics (btl_atomic_op / _fop / _cswap) */
 #define MCA_BTL_SIWARP_ATOMIC_FLAGS                                                     \

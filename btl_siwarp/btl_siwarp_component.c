@@ -356,7 +356,7 @@ static int module_init(mca_btl_siwarp_module_t *m)
     if (0 == strcmp(siwarp_ctx_backend(m->ctx), "soft")) {
         m->inplace = 1;
         (void) siwarp_ctx_set_idle_wait(m->ctx, (uint32_t) c->idle_spin_us,
-                                        (uint32_t) c->idle_wait_us);
+                                        (uint32_t) (c->idle_wait_us > 0 ? c->idle_wait_us : 0));
         (void) siwarp_ctx_set_rx_stall(m->ctx, c->stall_timeout);
         (void) siwarp_ctx_set_tcp_congestion(m->ctx, c->tcp_congestion ? c->tcp_congestion : "");
         m->super.btl_flags |= MCA_BTL_FLAGS_SEND_INPLACE;
@@ -469,6 +469,39 @@ static mca_btl_base_module_t **siwarp_component_init(int *num_btls, bool progres
 
 /* ---- progress ------------------------------------------------------------------- */
 
+/* The back-off of a shared core.  Open MPI decides that a node is
+ * oversubscribed (more ranks than slots) and then sets mpi_yield_when_idle:
+ * opal_progress calls sched_yield() after every pass that found nothing,
+ * which on EEVDF puts the caller behind the other runnable tasks of its
+ * core.  That is all btl tcp does, and by default all siwarp does.  With
+ * btl_siwarp_idle_quiet a progress call that moved nothing for
+ * btl_siwarp_idle_spin_us sleeps in epoll instead, up to
+ * btl_siwarp_idle_wait_us (-1: MCA_BTL_SIWARP_OVERSUB_WAIT_US), and the
+ * socket its message arrives on wakes it.  Off by default: on this
+ * host's virtual cores a core whose ranks all sleep halts, and waking it
+ * cost more than the spinning did (8 ranks on 2 cores: allreduce 2.35x
+ * btl tcp's time with it, 0.98x without; contrib/PERFORMANCE.md).  Open
+ * MPI sets the flag after the BTLs are initialized, so the first progress
+ * call that sees it sets the context up. */
+void mca_btl_siwarp_oversub_backoff(mca_btl_siwarp_module_t *m)
+{
+    mca_btl_siwarp_component_t *c = &mca_btl_siwarp_component;
+    int rc;
+
+    m->oversub_seen = 1;
+    if (0 == c->idle_quiet || NULL == m->ctx || !m->inplace) {
+        return;             /* off, or a hardware context */
+    }
+    rc = siwarp_ctx_set_idle_wait(m->ctx, (uint32_t) c->idle_spin_us,
+                                  (uint32_t) (c->idle_wait_us >= 0 ? c->idle_wait_us
+                                              : MCA_BTL_SIWARP_OVERSUB_WAIT_US));
+    if (0 == rc) {
+        rc = siwarp_ctx_set_idle_quiet(m->ctx, true);
+    }
+    BTL_VERBOSE(("oversubscribed: progress sleeps after %d us idle: %s", c->idle_spin_us,
+                 0 == rc ? "on" : strerror(-rc)));
+}
+
 /* Incoming connections: iWARP requests that the CQ poll just read off
  * the listeners' sockets, and the plain-TCP fallback listeners. */
 int mca_btl_siwarp_progress_listeners(mca_btl_siwarp_module_t *m, int look_tcp)
@@ -538,6 +571,9 @@ int mca_btl_siwarp_progress_module(mca_btl_siwarp_module_t *m)
      * pays it. */
     look = look || m->connecting;
     if (opal_progress_yield_when_idle) {
+        if (OPAL_UNLIKELY(!m->oversub_seen)) {
+            mca_btl_siwarp_oversub_backoff(m);
+        }
         uint64_t now = mca_btl_siwarp_now_coarse_ms();
         look = 1;
         look_tcp = look_tcp || now != m->tcp_looked_ms;

@@ -440,6 +440,9 @@ int mca_btl_siwarp_module_start_thread(mca_btl_siwarp_module_t *m)
         return OPAL_ERROR;
     }
     m->thread_running = 1;
+#ifdef SIWARP_HAVE_HWLOC
+    mca_btl_siwarp_topo_place_thread(m);
+#endif
     return OPAL_SUCCESS;
 }
 

@@ -148,10 +148,19 @@ int mca_btl_siwarp_params_register(void)
     reg_int("idle_spin_us", "Microseconds of progress calls that move no data, while a large "
             "transfer waits on its socket, before progress sleeps instead of spinning "
             "(0-1000000; see btl_siwarp_idle_wait_us)", &c->idle_spin_us, OPAL_INFO_LVL_5);
-    c->idle_wait_us = 0;
+    c->idle_wait_us = -1;
     reg_int("idle_wait_us", "Longest sleep of one progress call once btl_siwarp_idle_spin_us "
-            "passed idle with a transfer in flight; a socket becoming ready ends it at once "
-            "(0: always spin; 0-1000000)", &c->idle_wait_us, OPAL_INFO_LVL_5);
+            "passed idle with a transfer in flight (under btl_siwarp_idle_quiet: with nothing "
+            "to do at all); a socket becoming ready ends it at once (-1: 0, or 1000 under "
+            "btl_siwarp_idle_quiet; 0: always spin; -1-1000000)", &c->idle_wait_us,
+            OPAL_INFO_LVL_5);
+    c->idle_quiet = 0;
+    reg_int("idle_quiet", "On a node where Open MPI yields when idle (mpi_yield_when_idle, "
+            "which it sets itself on an oversubscribed node), sleep in progress also when no "
+            "transfer is in flight, once btl_siwarp_idle_spin_us passed with nothing to do, "
+            "instead of spinning and yielding as btl tcp does (0: off, the default: on a "
+            "virtual machine's cores the sleeps cost more than they give back; 1: on)",
+            &c->idle_quiet, OPAL_INFO_LVL_5);
     c->max_inline = 64;
     reg_int("max_inline", "Bytes copied into the send queue at post time (0-1024)",
             &c->max_inline, OPAL_INFO_LVL_6);
@@ -242,6 +251,11 @@ int mca_btl_siwarp_params_register(void)
     reg_bool("progress_thread", "Run a thread that progresses libsiwarp (serves incoming "
              "RDMA Reads and Write placement while the application computes)",
              &c->progress_thread, OPAL_INFO_LVL_3);
+    c->progress_thread_place = 1;
+    reg_bool("progress_thread_place", "Run the progress thread on the nearest core (from Open "
+             "MPI's hardware topology) that the rank is not bound to, so that it does not wait "
+             "for the rank's own core; false, or a rank that is not bound: where the rank runs",
+             &c->progress_thread_place, OPAL_INFO_LVL_5);
     c->fallback = MCA_BTL_SIWARP_FALLBACK_TCP;
     reg_enum("fallback", "What to do with a peer that cannot speak iWARP: tcp (carry its "
              "traffic over framed TCP and warn once) or error (treat it as unreachable)",
@@ -370,8 +384,11 @@ int mca_btl_siwarp_params_verify(void)
     if (c->idle_spin_us < 0 || c->idle_spin_us > 1000000) {
         return bad("btl_siwarp_idle_spin_us", c->idle_spin_us, "0 to 1000000");
     }
-    if (c->idle_wait_us < 0 || c->idle_wait_us > 1000000) {
-        return bad("btl_siwarp_idle_wait_us", c->idle_wait_us, "0 to 1000000");
+    if (c->idle_wait_us < -1 || c->idle_wait_us > 1000000) {
+        return bad("btl_siwarp_idle_wait_us", c->idle_wait_us, "-1 to 1000000");
+    }
+    if (c->idle_quiet < 0 || c->idle_quiet > 1) {
+        return bad("btl_siwarp_idle_quiet", c->idle_quiet, "0 or 1");
     }
     if (c->max_inline < 0 || c->max_inline > 1024) {
         return bad("btl_siwarp_max_inline", c->max_inline, "0 to 1024");
@@ -390,6 +407,9 @@ int mca_btl_siwarp_params_verify(void)
     if ((c->crc | c->markers | c->progress_thread) & ~1) {
         return bad("btl_siwarp_crc/markers/progress_thread",
                    c->crc | c->markers | c->progress_thread, "0 or 1");
+    }
+    if (c->progress_thread_place & ~1) {
+        return bad("btl_siwarp_progress_thread_place", c->progress_thread_place, "0 or 1");
     }
     if (c->rx_inline < 0 || c->rx_inline > 65536) {
         return bad("btl_siwarp_rx_inline", c->rx_inline, "0-65536");

@@ -38,6 +38,11 @@ btl_siwarp_libbtlsiwarp_la_SOURCES = \
 btl_siwarp_libbtlsiwarp_la_CPPFLAGS = -I$(top_srcdir)/include $(OMPI_CPPFLAGS) \
 	-DSIWARP_HELP_DIR='"$(btlsiwarphelpdir)"' \
 	-DSIWARP_SRC_HELP_DIR='"$(abs_top_srcdir)/btl_siwarp"'
+# hwloc: Open MPI's own topology (opal_hwloc) places the progress thread
+if HAVE_HWLOC
+btl_siwarp_libbtlsiwarp_la_SOURCES += btl_siwarp/btl_siwarp_topo.c
+btl_siwarp_libbtlsiwarp_la_CPPFLAGS += -DSIWARP_HAVE_HWLOC $(HWLOC_CFLAGS)
+endif
 btl_siwarp_libbtlsiwarp_la_CFLAGS = $(SWP_CFLAGS) $(OMPI_CFLAGS) $(NETTLE_CFLAGS) -Wno-unused-parameter \
 	-Wno-missing-field-initializers -Wno-sign-compare
 # Only the component is exported: Open MPI finds the plugin by that one
@@ -51,6 +56,9 @@ btl_siwarp_mca_btl_siwarp_la_LDFLAGS = -module -avoid-version -shared -no-undefi
 	-export-symbols-regex '^mca_btl_siwarp_component$$'
 btl_siwarp_mca_btl_siwarp_la_LIBADD = btl_siwarp/libbtlsiwarp.la common/libswpcore.la $(OMPI_LIBS) \
 	$(NETTLE_LIBS) -lpthread
+if HAVE_HWLOC
+btl_siwarp_mca_btl_siwarp_la_LIBADD += $(HWLOC_LIBS)
+endif
 
 # the component adds this directory to opal_show_help's search path
 btlsiwarphelpdir = $(pkgdatadir)

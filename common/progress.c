@@ -298,7 +298,8 @@ static void swp_idle_note(struct siwarp_ctx *ctx, bool moved)
 static bool swp_idle_should_sleep(struct siwarp_ctx *ctx)
 {
     return ctx->idle_since_ns && swp_list_empty(&ctx->timers) &&
-           swp_now_ns() - ctx->idle_since_ns >= ctx->idle_spin_ns && swp_in_flight(ctx);
+           swp_now_ns() - ctx->idle_since_ns >= ctx->idle_spin_ns &&
+           (ctx->idle_quiet || swp_in_flight(ctx));
 }
 
 int siwarp_ctx_set_idle_wait(struct siwarp_ctx *ctx, uint32_t spin_us, uint32_t wait_us)
@@ -308,6 +309,17 @@ int siwarp_ctx_set_idle_wait(struct siwarp_ctx *ctx, uint32_t spin_us, uint32_t 
     swp_lock(ctx);
     ctx->idle_spin_ns = (uint64_t)spin_us * 1000;
     ctx->idle_wait_ns = (uint64_t)wait_us * 1000;
+    ctx->idle_since_ns = 0;
+    swp_unlock(ctx);
+    return 0;
+}
+
+int siwarp_ctx_set_idle_quiet(struct siwarp_ctx *ctx, bool on)
+{
+    if (!ctx || ctx->hw)
+        return -EINVAL;
+    swp_lock(ctx);
+    ctx->idle_quiet = on;
     ctx->idle_since_ns = 0;
     swp_unlock(ctx);
     return 0;

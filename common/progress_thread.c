@@ -264,6 +264,22 @@ int siwarp_ctx_stop_progress_thread(struct siwarp_ctx *ctx)
     return 0;
 }
 
+/* Affinity is the caller's choice (the BTL asks Open MPI's topology for a
+ * core its rank does not run on); without it the thread inherits the
+ * creating thread's binding, which on a bound rank is the rank's own core. */
+int siwarp_ctx_set_progress_thread_cpus(struct siwarp_ctx *ctx, const void *cpus, size_t size)
+{
+    int rc;
+
+    if (!ctx || ctx->hw || !cpus || !size)
+        return -EINVAL;
+    pthread_mutex_lock(&ctx->lock);
+    rc = ctx->pt ? -pthread_setaffinity_np(ctx->pt->tid, size, (const cpu_set_t *)cpus)
+                 : -EINVAL;
+    pthread_mutex_unlock(&ctx->lock);
+    return rc;
+}
+
 int siwarp_ctx_progress_thread_stats(struct siwarp_ctx *ctx,
                                      struct siwarp_progress_thread_stats *st)
 {

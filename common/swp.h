@@ -741,6 +741,7 @@ struct siwarp_ctx {
     /* siwarp_ctx_set_idle_wait: spin this long without moving a byte while
      * a transfer is in flight, then sleep up to wait_ns (0: never) */
     uint64_t idle_spin_ns, idle_wait_ns;
+    bool idle_quiet;                     /* siwarp_ctx_set_idle_quiet: sleep with nothing in flight too */
     uint64_t idle_since_ns;              /* first idle poll of this run, 0: busy */
     uint64_t stall_next_ns;              /* next swp_qp_stall_sweep */
     int rx_stall_ms;                     /* siwarp_ctx_set_rx_stall; <0: off */

@@ -43,6 +43,10 @@
 #    its core busy loses to a process sharing it.  --load-reps rounds
 #    (default 5: the loaded runs swing with where the scheduler's time
 #    slices fall).
+# 5. --oversub: more ranks than cores, contrib/bench-oversub.sh (4 and 8
+#    ranks on this host's cores: allreduce, alltoall and bcast in OSU's
+#    loops, and a LAMMPS run, against btl tcp), --oversub-reps rounds
+#    (default 3); its tables are appended to the report.
 # Within every phase the contestants alternate (round r starts with the r-th
 # one), REPS rounds, medians.  Ratios are siwarp/other: latency, CPU and
 # times below 1 and bandwidth and rate above 1 favour siwarp.  The last
@@ -55,7 +59,7 @@
 #                        [--iters N] [--factor F] [--bind core|none]
 #                        [--transports "siwarp tcp ucx ofi raw"]
 #                        [--no-crc] [--crc-reps N] [--no-conn] [--conn-reps N]
-#                        [--load] [--load-reps N]
+#                        [--load] [--load-reps N] [--oversub] [--oversub-reps N]
 #                        [--no-pair] [--pair-reps N]
 #                        [--out FILE] [--no-plot]
 #
@@ -84,6 +88,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 BUILDDIR=${BUILDDIR:-$top}
 reps=3; netns=0; max=4194304; min=0; iters=1000; factor=2; bind=core; plot=1; out=""
+do_oversub=0; oversub_reps=3
 quick=0; do_crc=1; do_conn=1; do_load=0; do_pair=1; pair_reps=5; conn_reps=15; load_reps=5
 crc_reps=11
 transports="siwarp tcp ucx ofi raw"
@@ -105,6 +110,8 @@ while [ $# -gt 0 ]; do
     --no-conn) do_conn=0 ;;
     --load) do_load=1 ;;
     --load-reps) load_reps=$2; shift ;;
+    --oversub) do_oversub=1 ;;
+    --oversub-reps) oversub_reps=$2; shift ;;
     --no-pair) do_pair=0 ;;
     --pair-reps) pair_reps=$2; shift ;;
     --conn-reps) conn_reps=$2; shift ;;
@@ -117,8 +124,8 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-for n in "$reps" "$pair_reps" "$conn_reps" "$load_reps" "$crc_reps"; do
-    case $n in ''|*[!0-9]*|0) echo "bench-mpi.sh: --reps, --pair-reps, --conn-reps, --load-reps and --crc-reps need a positive number" >&2; exit 2 ;; esac
+for n in "$reps" "$pair_reps" "$conn_reps" "$load_reps" "$crc_reps" "$oversub_reps"; do
+    case $n in ''|*[!0-9]*|0) echo "bench-mpi.sh: --reps, --pair-reps, --conn-reps, --load-reps, --crc-reps and --oversub-reps need a positive number" >&2; exit 2 ;; esac
 done
 
 COMP=$BUILDDIR/btl_siwarp/.libs
@@ -424,6 +431,15 @@ if [ $do_load = 1 ]; then
     rounds load "$load_c" load_one
     reps=$reps_main
 fi
+# ---- 5. more ranks than cores: its own script, its own tables ----------------------------
+if [ $do_oversub = 1 ]; then
+    oargs=""
+    [ $quick = 1 ] && oargs="--iters 200 --lammps-cells 10 --lammps-steps 100"
+    # shellcheck disable=SC2086
+    BUILDDIR="$BUILDDIR" BENCH_TIMEOUT="$T" "$here/bench-oversub.sh" --reps "$oversub_reps" \
+        $oargs --out "$tmp/oversub.md" ||
+        echo "bench-mpi.sh: the oversubscribed section failed" >&2
+fi
 elapsed=$(( $(date +%s) - t_start ))
 
 # ---- medians -----------------------------------------------------------------------------
@@ -460,6 +476,7 @@ suffix=$([ $quick = 1 ] && echo "-quick" || true)$([ $netns = 1 ] && echo "-netn
 base=${out%.md}
 . "$here/bench-report.sh"
 report > "$out"
+[ -s "$tmp/oversub.md" ] && { echo; cat "$tmp/oversub.md"; } >> "$out"
 cat "$out"
 echo "bench-mpi.sh: table written to $out ($elapsed s of measuring)" >&2
 # ---- plots -------------------------------------------------------------------------------

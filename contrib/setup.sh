@@ -6,7 +6,8 @@
 #
 # This is the one list of the project's system packages; add new ones here.
 # (libclang-rt-dev: the compiler-rt of the release's default clang.
-# mmdebstrap: the Debian 13 root of the Open MPI 5 tests, contrib/ompi5-root.sh.)
+# mmdebstrap: the Debian 13 root of the Open MPI 5 tests, contrib/ompi5-root.sh.
+# lammps, lammps-examples: the application run of contrib/bench-oversub.sh.)
 PACKAGES="
 build-essential autoconf automake libtool pkg-config
 libopenmpi-dev openmpi-bin
@@ -15,6 +16,7 @@ tshark iproute2 nftables
 clang libclang-rt-dev valgrind
 gnuplot-nox python3
 iperf3 qperf libfabric-bin
+lammps lammps-examples
 libucx-dev ucx-utils dpkg-dev
 debhelper lintian mmdebstrap
 "

@@ -75,6 +75,13 @@ int  siwarp_ctx_set_single_thread(struct siwarp_ctx *ctx, bool on);
  * transfers and still spins for small messages.  wait_us 0 (the default)
  * turns it off; at most 60 s.  Software backend only; 0 or -EINVAL. */
 int  siwarp_ctx_set_idle_wait(struct siwarp_ctx *ctx, uint32_t spin_us, uint32_t wait_us);
+/* on: the idle wait above also sleeps when nothing is in flight -- a
+ * process waiting for a peer's next message sleeps in epoll instead of
+ * spinning, which is what a core shared by more processes than it can run
+ * at once wants (the peer that must send gets the CPU, and the message
+ * wakes the sleeper).  off (the default): a quiet peer finds a spinning
+ * poller.  Software backend only; 0 or -EINVAL. */
+int  siwarp_ctx_set_idle_quiet(struct siwarp_ctx *ctx, bool on);
 /* A peer that stops inside an FPDU it began (its length or part of its
  * payload sent, the rest never, its TCP connection kept alive: keepalive
  * and TCP_USER_TIMEOUT cannot see it) fails its QP with -ETIMEDOUT once
@@ -107,6 +114,11 @@ int  siwarp_ctx_set_rx_stall(struct siwarp_ctx *ctx, int ms);
 int  siwarp_ctx_start_progress_thread(struct siwarp_ctx *ctx, uint32_t away_us);
 /* Stop and join the thread.  0, or -EINVAL (none runs). */
 int  siwarp_ctx_stop_progress_thread(struct siwarp_ctx *ctx);
+/* Run the thread on these CPUs: cpus is a cpu_set_t of size bytes, as
+ * pthread_setaffinity_np takes it.  Until then it runs where the thread
+ * that started it was bound.  0; -EINVAL (no thread runs, no set); or the
+ * negative errno of pthread_setaffinity_np (-EINVAL: no allowed CPU). */
+int  siwarp_ctx_set_progress_thread_cpus(struct siwarp_ctx *ctx, const void *cpus, size_t size);
 struct siwarp_progress_thread_stats {
     uint64_t passes;        /* progress passes the thread made */
     uint64_t served;        /* events those passes handled */

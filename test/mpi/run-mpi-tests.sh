@@ -396,6 +396,9 @@ bad_param() {
     fi
 }
 bad_param btl_siwarp_rq_depth 0
+bad_param btl_siwarp_idle_quiet -1
+bad_param btl_siwarp_idle_wait_us -2
+bad_param btl_siwarp_progress_thread_place 3
 
 if ompi_info --param btl siwarp --level 9 2>/dev/null | grep -q "btl_siwarp_progress_thread"; then
     ok "ompi_info --param btl siwarp --level 9 documents the parameters"
@@ -491,6 +494,42 @@ vcheck $? srq_floor_default "np=8: every peer gets 3 credits from the shared rec
 srq_floor rq2 --mca btl_siwarp_rq_depth 2
 vcheck $? srq_floor_rq2 "np=8, rq_depth=2: the default floor of 3 credits yields to rq_depth" \
     "collectives: ok" "shared receive queue: 2 credits granted (+1 control)"
+# A shared core's back-off (btl_siwarp_idle_quiet): asked for, on where
+# Open MPI yields when idle (4 ranks on this host's slots: oversubscribed);
+# never with a core per rank; off by default.
+if [ "$(nproc)" -lt 4 ]; then
+    vrun quiet4 4 --mca btl_siwarp_idle_quiet 1 "$OUT/mpi_coll"
+    vcheck $? quiet4 "np=4 oversubscribed, btl_siwarp_idle_quiet=1: progress sleeps when idle" \
+        "collectives: ok" "oversubscribed: progress sleeps after 20 us idle: on"
+    vrun quiet4off 4 "$OUT/mpi_coll"
+    vcheck $? quiet4off "np=4 oversubscribed, by default: spins and yields as btl tcp" \
+        "collectives: ok" "!progress sleeps after"
+else
+    skip "oversubscribed back-off" "needs fewer than 4 cores to oversubscribe with 4 ranks"
+fi
+vrun quiet2 2 --mca btl_siwarp_idle_quiet 1 "$OUT/mpi_coll"
+vcheck $? quiet2 "np=2 on its own cores, btl_siwarp_idle_quiet=1: no back-off, progress spins" \
+    "collectives: ok" "!progress sleeps after"
+# The progress thread of a bound rank runs on a core no rank of the node
+# is bound to (Open MPI's topology and the cpusets it publishes); with
+# every core taken, or an unbound rank, it stays where it started.
+if [ "$(nproc)" -ge 2 ]; then
+    vrun place1 1 --bind-to core --mca btl_siwarp_progress_thread 1 "$OUT/mpi_coll"
+    vcheck $? place1 "progress thread of a bound rank placed on a free core" \
+        "collectives: ok" "progress thread: on the nearest core no rank of this node is bound to (CPU 1): placed"
+    if [ "$(nproc)" -eq 2 ]; then
+        vrun place2 2 --bind-to core --mca btl_siwarp_progress_thread 1 "$OUT/mpi_coll"
+        vcheck $? place2 "progress thread kept off the other rank's core (2 ranks, 2 cores)" \
+            "collectives: ok" "progress thread: left where it started (no core is free of the node's ranks)" \
+            "!progress thread: on the nearest"
+    fi
+    vrun place2none 2 --bind-to none --mca btl_siwarp_progress_thread 1 "$OUT/mpi_coll"
+    vcheck $? place2none "progress thread of an unbound rank left where it started" \
+        "collectives: ok" "progress thread: left where it started (the rank is not bound)" \
+        "!progress thread: on the nearest"
+else
+    skip "progress thread placement" "one core"
+fi
 # The challenge round of btl_siwarp_auth.c, which an acceptor on a verbs
 # device runs (the RNIC would place and deliver before a first message
 # could be checked): every request is first answered with a signed

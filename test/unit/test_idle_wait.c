@@ -1,7 +1,7 @@
 /*
  * test_idle_wait.c - siwarp_ctx_set_idle_wait (progress.c): a busy poller
- * sleeps only while a transfer waits on the kernel, and a socket becoming
- * ready ends the sleep at once.  Two contexts joined by a socketpair; the
+ * sleeps only while a transfer waits on the kernel (or, quiet, whenever it
+ * has nothing to do), and a socket becoming ready ends the sleep at once.  Two contexts joined by a socketpair; the
  * peer runs in a thread that starts late, so the first side has to wait.
  */
 #include <pthread.h>
@@ -195,6 +195,52 @@ TEST(quiet_connection_never_sleeps)
     for (int i = 0; i < 50; i++)
         ASSERT(siwarp_progress(l.s[0].ctx) >= 0);
     ASSERT_EQ(l.s[0].ctx->idle_sleeps, 0);
+    link_free(&l);
+}
+
+/* The peer of the quiet case: away for peer_delay_ms, then one Send and a
+ * busy poll until told to stop. */
+static void *late_sender_main(void *arg)
+{
+    struct link *l = arg;
+    struct timespec d = { .tv_sec = 0, .tv_nsec = (long)l->peer_delay_ms * 1000000L };
+    struct siwarp_sge sge = { l->s[1].buf, 64, siwarp_mr_stag(l->s[1].mr) };
+    struct siwarp_send_wr wr = { .wr_id = 2, .sg_list = &sge, .num_sge = 1,
+                                 .opcode = SIWARP_WR_SEND };
+
+    nanosleep(&d, NULL);
+    ASSERT_OK(siwarp_post_send(l->s[1].qp, &wr, NULL));
+    while (!l->stop)
+        siwarp_progress(l->s[1].ctx);
+    return NULL;
+}
+
+/* siwarp_ctx_set_idle_quiet: nothing in flight, and still the poller
+ * sleeps (a shared core's back-off); the message it waits for wakes it
+ * long before its 10 s bound. */
+TEST(quiet_mode_sleeps_with_nothing_in_flight_and_a_message_wakes_it)
+{
+    struct link l;
+    struct siwarp_sge sge;
+    struct siwarp_recv_wr rwr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 };
+    struct siwarp_wc wc;
+    double t0;
+
+    link_make(&l);
+    sge = (struct siwarp_sge){ l.s[0].buf, 64, siwarp_mr_stag(l.s[0].mr) };
+    ASSERT_OK(siwarp_post_recv(l.s[0].qp, &rwr, NULL));
+    ASSERT_OK(siwarp_ctx_set_idle_wait(l.s[0].ctx, 0, 10000000));
+    ASSERT_OK(siwarp_ctx_set_idle_quiet(l.s[0].ctx, true));
+    l.peer_delay_ms = 50;
+    t0 = now_s();
+    ASSERT_OK(pthread_create(&l.peer, NULL, late_sender_main, &l));
+    wc = busy_poll(&l);
+    peer_stop(&l);
+    ASSERT_EQ(wc.status, SIWARP_WC_SUCCESS);
+    ASSERT_EQ(wc.wr_id, 1);
+    ASSERT(l.s[0].ctx->idle_sleeps >= 1);
+    ASSERT(now_s() - t0 < 5.0);
+    ASSERT_EQ(siwarp_ctx_set_idle_quiet(NULL, true), -EINVAL);
     link_free(&l);
 }
 

@@ -3,10 +3,14 @@
  * whose application never calls the library still answers RDMA Reads,
  * places Writes and executes RFC 7306 atomics; an application that polls
  * keeps the thread out of its way; completions the thread queued make an
- * exported context fd readable.  Two contexts (requester, responder), one
- * QP each, over loopback TCP, attached as if MPA had negotiated.
+ * exported context fd readable; the thread runs on the CPUs it is given.
+ * Two contexts (requester, responder), one
  */
+#define _GNU_SOURCE     /* cpu_set_t */
 #include <poll.h>
+#include <dirent.h>
+#include <sched.h>
+#include <sys/syscall.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -266,6 +270,44 @@ TEST(what_a_thread_refuses)
     ASSERT_EQ(siwarp_ctx_start_progress_thread(ctx, 0), -EALREADY);
     ASSERT_EQ(siwarp_ctx_set_single_thread(ctx, true), -EBUSY);
     siwarp_ctx_destroy(ctx);        /* stops and joins it */
+}
+
+TEST(the_thread_runs_where_it_is_placed)
+{
+    struct siwarp_ctx *ctx;
+    cpu_set_t want, got, mine;
+    int last = -1;
+
+    ASSERT_OK(sched_getaffinity(0, sizeof(mine), &mine));
+    for (int i = 0; i < CPU_SETSIZE; i++) {
+        if (CPU_ISSET(i, &mine)) {
+            last = i;
+        }
+    }
+    ASSERT(last >= 0);
+    CPU_ZERO(&want);
+    CPU_SET(last, &want);
+    ASSERT_OK(siwarp_ctx_create(&ctx));
+    ASSERT_EQ(siwarp_ctx_set_progress_thread_cpus(ctx, &want, sizeof(want)), -EINVAL);
+    ASSERT_OK(siwarp_ctx_start_progress_thread(ctx, 0));
+    ASSERT_EQ(siwarp_ctx_set_progress_thread_cpus(ctx, NULL, sizeof(want)), -EINVAL);
+    ASSERT_OK(siwarp_ctx_set_progress_thread_cpus(ctx, &want, sizeof(want)));
+    /* the process's one other thread is the progress thread */
+    int seen = 0;
+    DIR *d = opendir("/proc/self/task");
+    ASSERT(d != NULL);
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        pid_t tid = (pid_t)atoi(e->d_name);
+        if (tid <= 0 || tid == (pid_t)syscall(SYS_gettid)) {
+            continue;
+        }
+        ASSERT_OK(sched_getaffinity(tid, sizeof(got), &got));
+        ASSERT(CPU_EQUAL(&got, &want));
+        seen++;
+    }
+    closedir(d);
+    ASSERT_EQ(seen, 1);
+    siwarp_ctx_destroy(ctx);
 }
 
 SWP_TEST_MAIN()
