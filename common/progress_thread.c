@@ -32,6 +32,9 @@
  * thread cannot sleep in the set (the kick keeps it ready), so it polls
  * it every SWP_PT_POLL_NS until the application has drained it.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE     /* pthread_setaffinity_np */
+#endif
 #include <pthread.h>
 #include <stdlib.h>
 #include <sched.h>
