@@ -33,6 +33,7 @@
 
 #include <siwarp/siwarp.h>
 
+#include "btl_siwarp_eptab.h"
 #include "btl_siwarp_regtab.h"
 
 /* the per-message path, grouped in .text.hot: see common/swp.h */
@@ -330,6 +331,7 @@ typedef struct mca_btl_siwarp_module_t {
     mca_btl_siwarp_modex_addr_t modex[MCA_BTL_SIWARP_MAX_ADDRS];
 
     opal_list_t endpoints;          /* every endpoint we know */
+    opal_hash_table_t procs;        /* the same endpoints by peer name (eptab) */
     opal_list_t active;             /* endpoints with work pending (connecting, tcp) */
     opal_list_t graveyard;          /* abandoned QPs and their receive buffers */
     opal_free_list_t eager_frags;   /* registered buffers: sends and receives */

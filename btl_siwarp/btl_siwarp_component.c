@@ -346,6 +346,9 @@ static int module_init(mca_btl_siwarp_module_t *m)
     OBJ_CONSTRUCT(&m->rdma_frags, opal_free_list_t);
     OBJ_CONSTRUCT(&m->lock, opal_recursive_mutex_t);
     m->frag_size = sizeof(mca_btl_siwarp_hdr_t) + m->super.btl_max_send_size;
+    if (0 != mca_btl_siwarp_eptab_init(&m->procs)) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
 
     rc = siwarp_ctx_create(&m->ctx);
     if (rc < 0) {
