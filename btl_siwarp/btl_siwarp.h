@@ -325,9 +325,11 @@ typedef struct mca_btl_siwarp_module_t {
     int tcp_npending;
     int tcp_held;                    /* a fallback frame waits for the next flush */
     int connecting;                  /* an endpoint was connecting at the last progress call */
-    int auth_kicked;                 /* an accepted QP's peer proved the key just now
-                                        (atomic: libsiwarp's verifier may run in the
-                                        progress thread) */
+    struct mca_btl_base_endpoint_t *auth_kicked;
+                                     /* endpoints whose accepted QP's peer proved the
+                                        key just now, linked by kick_next: a lock-free
+                                        stack (libsiwarp's verifier may run in the
+                                        progress thread), so progress visits only them */
     mca_btl_siwarp_modex_addr_t modex[MCA_BTL_SIWARP_MAX_ADDRS];
 
     opal_list_t endpoints;          /* every endpoint we know */

@@ -61,6 +61,7 @@ static void ep_construct(mca_btl_siwarp_endpoint_t *ep)
     memset(ep->auth_key, 0, sizeof(ep->auth_key));
     ep->auth_out_attempt = ep->auth_in_attempt = 0;
     ep->auth_ok = ep->auth_peer_gates = ep->auth_kick = 0;
+    ep->kick_next = NULL;
     ep->auth_chl_deadline = 0;
     ep->auth_answer_state = MCA_BTL_SIWARP_ANSWER_NONE;
     ep->auth_answered = 0;
@@ -726,6 +727,7 @@ void mca_btl_siwarp_ep_release(mca_btl_siwarp_endpoint_t *ep)
         mca_btl_siwarp_tcp_close(ep);
     }
     mca_btl_siwarp_ep_qp_abandon(ep);
+    mca_btl_siwarp_auth_kick_forget(ep);
     /* the name free again: a peer that reconnects (connect/disconnect
      * cycles, a respawned rank) gets a new endpoint */
     (void) mca_btl_siwarp_eptab_remove(&ep->module->procs, &ep->name, ep);

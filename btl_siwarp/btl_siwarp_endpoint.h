@@ -134,7 +134,9 @@ struct mca_btl_base_endpoint_t {
                                            acceptor: the proof expected */
     uint64_t auth_in_attempt;           /* the peer's last attempt that proved the key */
     int auth_ok;                        /* acceptor: the first message proved it */
-    int auth_kick;                      /* ... just now: gets and puts held may go */
+    int auth_kick;                      /* ... just now: gets and puts held may go;
+                                           set: on module->auth_kicked */
+    struct mca_btl_base_endpoint_t *kick_next; /* next on module->auth_kicked */
     int auth_peer_gates;                /* initiator: the peer's software stack holds
                                            our first Send for its check: send it */
     struct sockaddr_storage auth_from;  /* acceptor: where the attempt came from */
@@ -275,6 +277,10 @@ void mca_btl_siwarp_auth_warn(const struct sockaddr *from, const char *why);
 /* test hook (SIWARP_BTL_TEST_RECORD): log a request sent to `to` */
 void mca_btl_siwarp_auth_test_record(const char *kind, const struct sockaddr *to,
                                      const mca_btl_siwarp_conn_pd_t *pd);
+/* the module's progress: pending work of each kicked endpoint may go */
+void mca_btl_siwarp_auth_kick_drain(mca_btl_siwarp_module_t *m);
+/* a released endpoint leaves the kicked stack */
+void mca_btl_siwarp_auth_kick_forget(mca_btl_siwarp_endpoint_t *ep);
 /* libsiwarp's verifier of an accepted QP's first Send */
 int  mca_btl_siwarp_auth_verify_qp(void *arg, struct siwarp_qp *qp, const void *data, uint32_t len);
 
