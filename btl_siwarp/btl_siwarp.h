@@ -323,7 +323,10 @@ typedef struct mca_btl_siwarp_module_t {
     uint64_t tcp_looked_ms;          /* last look at the fallback listeners, oversubscribed */
     mca_btl_siwarp_tcp_pending_t tcp_pending[MCA_BTL_SIWARP_TCP_PENDING_MAX];
     int tcp_npending;
-    int tcp_held;                    /* a fallback frame waits for the next flush */
+    struct mca_btl_base_endpoint_t *tcp_held;
+                                     /* fallback endpoints whose frames wait for the
+                                        next flush, linked by held_next: the flush
+                                        visits only them */
     int connecting;                  /* an endpoint was connecting at the last progress call */
     struct mca_btl_base_endpoint_t *auth_kicked;
                                      /* endpoints whose accepted QP's peer proved the

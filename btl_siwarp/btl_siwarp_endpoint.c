@@ -50,7 +50,8 @@ static void ep_construct(mca_btl_siwarp_endpoint_t *ep)
     ep->fd = -1;
     ep->tcp_connected = 0;
     ep->tx_epoch = ~0u;     /* no progress call yet: the first frame leaves at once */
-    ep->tx_held = 0;
+    ep->tx_held = ep->on_held = 0;
+    ep->held_next = NULL;
     ep->rx_hdr_got = ep->rx_left = ep->rx_len = 0;
     ep->rx_dst = ep->rx_buf = ep->rx_stage = NULL;
     ep->rx_head = ep->rx_tail = 0;
@@ -728,6 +729,7 @@ void mca_btl_siwarp_ep_release(mca_btl_siwarp_endpoint_t *ep)
     }
     mca_btl_siwarp_ep_qp_abandon(ep);
     mca_btl_siwarp_auth_kick_forget(ep);
+    mca_btl_siwarp_tcp_held_forget(ep);
     /* the name free again: a peer that reconnects (connect/disconnect
      * cycles, a respawned rank) gets a new endpoint */
     (void) mca_btl_siwarp_eptab_remove(&ep->module->procs, &ep->name, ep);

@@ -97,6 +97,8 @@ struct mca_btl_base_endpoint_t {
     opal_list_t tx_queue;               /* frames partly / not yet written */
     unsigned tx_epoch;                  /* module->polls at the last frame sent at once */
     int tx_held;                        /* frames held for the next progress call */
+    int on_held;                        /* on module->tcp_held */
+    struct mca_btl_base_endpoint_t *held_next; /* next on module->tcp_held */
     mca_btl_siwarp_tcp_hdr_t rx_hdr;    /* the frame being received */
     size_t rx_hdr_got;                  /* handshake: header bytes in */
     uint8_t *rx_dst;                    /* where the body goes */
@@ -325,8 +327,10 @@ int  mca_btl_siwarp_atomic_submit(mca_btl_siwarp_endpoint_t *ep, int op, int fla
 int  mca_btl_siwarp_atomic_fence(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *put);
 /* Complete every request still awaiting its answer with `status`. */
 void mca_btl_siwarp_atomic_fail_all(mca_btl_siwarp_endpoint_t *ep, int status);
-/* Write every frame coalescing holds back (m->tcp_held set). */
+/* Write every frame coalescing holds back (the endpoints on m->tcp_held). */
 void mca_btl_siwarp_tcp_flush_held(mca_btl_siwarp_module_t *m);
+/* a released endpoint leaves that list */
+void mca_btl_siwarp_tcp_held_forget(mca_btl_siwarp_endpoint_t *ep);
 void mca_btl_siwarp_tcp_close(mca_btl_siwarp_endpoint_t *ep);
 /* btl_siwarp_fallback_rx.c */
 int  mca_btl_siwarp_tcp_rx_progress(mca_btl_siwarp_endpoint_t *ep);
