@@ -33,6 +33,7 @@
 
 #include <siwarp/siwarp.h>
 
+#include "btl_siwarp_eptab.h"
 #include "btl_siwarp_regtab.h"
 
 /* the per-message path, grouped in .text.hot: see common/swp.h */
@@ -325,14 +326,20 @@ typedef struct mca_btl_siwarp_module_t {
     int oversub_seen;                /* mca_btl_siwarp_oversub_backoff ran */
     mca_btl_siwarp_tcp_pending_t tcp_pending[MCA_BTL_SIWARP_TCP_PENDING_MAX];
     int tcp_npending;
-    int tcp_held;                    /* a fallback frame waits for the next flush */
+    struct mca_btl_base_endpoint_t *tcp_held;
+                                     /* fallback endpoints whose frames wait for the
+                                        next flush, linked by held_next: the flush
+                                        visits only them */
     int connecting;                  /* an endpoint was connecting at the last progress call */
-    int auth_kicked;                 /* an accepted QP's peer proved the key just now
-                                        (atomic: libsiwarp's verifier may run in the
-                                        progress thread) */
+    struct mca_btl_base_endpoint_t *auth_kicked;
+                                     /* endpoints whose accepted QP's peer proved the
+                                        key just now, linked by kick_next: a lock-free
+                                        stack (libsiwarp's verifier may run in the
+                                        progress thread), so progress visits only them */
     mca_btl_siwarp_modex_addr_t modex[MCA_BTL_SIWARP_MAX_ADDRS];
 
     opal_list_t endpoints;          /* every endpoint we know */
+    opal_hash_table_t procs;        /* the same endpoints by peer name (eptab) */
     opal_list_t active;             /* endpoints with work pending (connecting, tcp) */
     opal_list_t graveyard;          /* abandoned QPs and their receive buffers */
     opal_free_list_t eager_frags;   /* registered buffers: sends and receives */

@@ -355,6 +355,18 @@ int mca_btl_siwarp_auth_check_fin(mca_btl_siwarp_endpoint_t *ep, const void *dat
     return OPAL_SUCCESS;
 }
 
+/* a lock-free stack: the verifier may run in libsiwarp's progress thread,
+ * which takes no BTL lock */
+static void kick_push(mca_btl_siwarp_module_t *m, mca_btl_siwarp_endpoint_t *ep)
+{
+    mca_btl_siwarp_endpoint_t *head = __atomic_load_n(&m->auth_kicked, __ATOMIC_RELAXED);
+
+    do {
+        ep->kick_next = head;
+    } while (!__atomic_compare_exchange_n(&m->auth_kicked, &head, ep, 1, __ATOMIC_RELEASE,
+                                          __ATOMIC_RELAXED));
+}
+
 int mca_btl_siwarp_auth_verify_qp(void *arg, struct siwarp_qp *qp, const void *data, uint32_t len)
 {
     mca_btl_siwarp_endpoint_t *ep = (mca_btl_siwarp_endpoint_t *) siwarp_qp_get_context(qp);
@@ -371,10 +383,52 @@ int mca_btl_siwarp_auth_verify_qp(void *arg, struct siwarp_qp *qp, const void *d
     /* inside libsiwarp's progress, maybe in the progress thread: no call
      * into libsiwarp, no BTL list touched; the module's progress posts
      * what waited for this (gets and puts: they draw Read Responses) */
-    __atomic_store_n(&ep->auth_kick, 1, __ATOMIC_RELAXED);
     __atomic_store_n(&ep->auth_ok, 1, __ATOMIC_RELEASE);
-    __atomic_store_n(&ep->module->auth_kicked, 1, __ATOMIC_RELEASE);
+    if (!__atomic_exchange_n(&ep->auth_kick, 1, __ATOMIC_ACQ_REL)) {
+        kick_push(ep->module, ep);      /* once: auth_kick says it is on */
+    }
     return 0;
+}
+
+/* The module's progress, under its lock: take the whole stack at once (no
+ * ABA: pushes race only with this exchange) and let each endpoint's held
+ * work go.  Its next is read before auth_kick is cleared: from then on the
+ * verifier may push it again and rewrite kick_next. */
+void mca_btl_siwarp_auth_kick_drain(mca_btl_siwarp_module_t *m)
+{
+    mca_btl_siwarp_endpoint_t *e = __atomic_exchange_n(&m->auth_kicked, NULL, __ATOMIC_ACQUIRE);
+
+    while (e) {
+        mca_btl_siwarp_endpoint_t *next = e->kick_next;
+        __atomic_store_n(&e->auth_kick, 0, __ATOMIC_RELEASE);
+        mca_btl_siwarp_ep_progress_pending(e);
+        e = next;
+    }
+}
+
+/* Release, under the module lock, after the QP was abandoned (its context
+ * cleared: a verifier starting now finds no endpoint): the stack must not
+ * keep a pointer to it.  The others go back on; the stack is short
+ * (endpoints proved since the last progress call).  A verifier that read
+ * the context just before the abandon can still push it afterwards, as it
+ * could set the flags of a freed endpoint before this stack. */
+void mca_btl_siwarp_auth_kick_forget(mca_btl_siwarp_endpoint_t *ep)
+{
+    mca_btl_siwarp_module_t *m = ep->module;
+    mca_btl_siwarp_endpoint_t *e;
+
+    if (!__atomic_load_n(&ep->auth_kick, __ATOMIC_ACQUIRE)) {
+        return;
+    }
+    e = __atomic_exchange_n(&m->auth_kicked, NULL, __ATOMIC_ACQUIRE);
+    while (e) {
+        mca_btl_siwarp_endpoint_t *next = e->kick_next;
+        if (e != ep) {
+            kick_push(m, e);
+        }
+        e = next;
+    }
+    __atomic_store_n(&ep->auth_kick, 0, __ATOMIC_RELEASE);
 }
 
 void mca_btl_siwarp_auth_warn(const struct sockaddr *from, const char *why)

@@ -346,6 +346,9 @@ static int module_init(mca_btl_siwarp_module_t *m)
     OBJ_CONSTRUCT(&m->rdma_frags, opal_free_list_t);
     OBJ_CONSTRUCT(&m->lock, opal_recursive_mutex_t);
     m->frag_size = sizeof(mca_btl_siwarp_hdr_t) + m->super.btl_max_send_size;
+    if (0 != mca_btl_siwarp_eptab_init(&m->procs)) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
 
     rc = siwarp_ctx_create(&m->ctx);
     if (rc < 0) {
@@ -586,15 +589,10 @@ int mca_btl_siwarp_progress_module(mca_btl_siwarp_module_t *m)
         count += mca_btl_siwarp_tcp_accept_progress(m);
     }
     m->connecting = 0;
-    if (__atomic_load_n(&m->auth_kicked, __ATOMIC_RELAXED) &&
-        __atomic_exchange_n(&m->auth_kicked, 0, __ATOMIC_ACQ_REL)) {
-        /* gets and puts held until a peer's proof (datapath.c iwarp_post) */
-        mca_btl_siwarp_endpoint_t *e;
-        OPAL_LIST_FOREACH(e, &m->endpoints, mca_btl_siwarp_endpoint_t) {
-            if (__atomic_exchange_n(&e->auth_kick, 0, __ATOMIC_ACQ_REL)) {
-                mca_btl_siwarp_ep_progress_pending(e);
-            }
-        }
+    if (__atomic_load_n(&m->auth_kicked, __ATOMIC_RELAXED)) {
+        /* gets and puts held until a peer's proof (datapath.c iwarp_post):
+         * only the endpoints kicked, not every one we know */
+        mca_btl_siwarp_auth_kick_drain(m);
     }
     {
         opal_list_item_t *it = opal_list_get_first(&m->active);

@@ -50,7 +50,8 @@ static void ep_construct(mca_btl_siwarp_endpoint_t *ep)
     ep->fd = -1;
     ep->tcp_connected = 0;
     ep->tx_epoch = ~0u;     /* no progress call yet: the first frame leaves at once */
-    ep->tx_held = 0;
+    ep->tx_held = ep->on_held = 0;
+    ep->held_next = NULL;
     ep->rx_hdr_got = ep->rx_left = ep->rx_len = 0;
     ep->rx_dst = ep->rx_buf = ep->rx_stage = NULL;
     ep->rx_head = ep->rx_tail = 0;
@@ -61,6 +62,7 @@ static void ep_construct(mca_btl_siwarp_endpoint_t *ep)
     memset(ep->auth_key, 0, sizeof(ep->auth_key));
     ep->auth_out_attempt = ep->auth_in_attempt = 0;
     ep->auth_ok = ep->auth_peer_gates = ep->auth_kick = 0;
+    ep->kick_next = NULL;
     ep->auth_chl_deadline = 0;
     ep->auth_answer_state = MCA_BTL_SIWARP_ANSWER_NONE;
     ep->auth_answered = 0;
@@ -160,7 +162,8 @@ mca_btl_siwarp_endpoint_t *mca_btl_siwarp_ep_create(mca_btl_siwarp_module_t *m,
     ep->local = mca_btl_siwarp_stack_shared(proc);
     /* the pair's key, from what the peer published: a process of another
      * job connected by the runtime (spawn, accept/connect) is readable now */
-    if (OPAL_SUCCESS != mca_btl_siwarp_auth_ep_init(ep)) {
+    if (OPAL_SUCCESS != mca_btl_siwarp_auth_ep_init(ep) ||
+        0 != mca_btl_siwarp_eptab_add(&m->procs, &ep->name, ep)) {
         OBJ_RELEASE(ep);
         return NULL;
     }
@@ -181,6 +184,10 @@ mca_btl_siwarp_endpoint_t *mca_btl_siwarp_ep_create_self(mca_btl_siwarp_module_t
     ep->name = proc->proc_name;
     ep->transport = MCA_BTL_SIWARP_TR_SELF;
     ep->state = MCA_BTL_SIWARP_EP_CONNECTED;     /* nothing to set up */
+    if (0 != mca_btl_siwarp_eptab_add(&m->procs, &ep->name, ep)) {
+        OBJ_RELEASE(ep);
+        return NULL;
+    }
     opal_list_append(&m->endpoints, &ep->super);
     return ep;
 }
@@ -189,15 +196,11 @@ mca_btl_siwarp_endpoint_t *mca_btl_siwarp_ep_lookup(mca_btl_siwarp_module_t *m,
                                                     const opal_process_name_t *name,
                                                     int create)
 {
-    mca_btl_siwarp_endpoint_t *ep;
+    /* by hash: a list walk here made connecting N peers O(N^2) */
+    mca_btl_siwarp_endpoint_t *ep = mca_btl_siwarp_eptab_find(&m->procs, name);
 
-    OPAL_LIST_FOREACH(ep, &m->endpoints, mca_btl_siwarp_endpoint_t) {
-        if (0 == opal_compare_proc(ep->name, *name)) {
-            return ep;
-        }
-    }
-    if (!create) {
-        return NULL;
+    if (ep || !create) {
+        return ep;
     }
     /* a peer connecting before ob1 added it (lazy add_procs) */
     opal_proc_t *proc = opal_proc_for_name(*name);
@@ -725,6 +728,11 @@ void mca_btl_siwarp_ep_release(mca_btl_siwarp_endpoint_t *ep)
         mca_btl_siwarp_tcp_close(ep);
     }
     mca_btl_siwarp_ep_qp_abandon(ep);
+    mca_btl_siwarp_auth_kick_forget(ep);
+    mca_btl_siwarp_tcp_held_forget(ep);
+    /* the name free again: a peer that reconnects (connect/disconnect
+     * cycles, a respawned rank) gets a new endpoint */
+    (void) mca_btl_siwarp_eptab_remove(&ep->module->procs, &ep->name, ep);
     opal_list_remove_item(&ep->module->endpoints, &ep->super);
     OBJ_RELEASE(ep);
 }

@@ -97,6 +97,8 @@ struct mca_btl_base_endpoint_t {
     opal_list_t tx_queue;               /* frames partly / not yet written */
     unsigned tx_epoch;                  /* module->polls at the last frame sent at once */
     int tx_held;                        /* frames held for the next progress call */
+    int on_held;                        /* on module->tcp_held */
+    struct mca_btl_base_endpoint_t *held_next; /* next on module->tcp_held */
     mca_btl_siwarp_tcp_hdr_t rx_hdr;    /* the frame being received */
     size_t rx_hdr_got;                  /* handshake: header bytes in */
     uint8_t *rx_dst;                    /* where the body goes */
@@ -134,7 +136,9 @@ struct mca_btl_base_endpoint_t {
                                            acceptor: the proof expected */
     uint64_t auth_in_attempt;           /* the peer's last attempt that proved the key */
     int auth_ok;                        /* acceptor: the first message proved it */
-    int auth_kick;                      /* ... just now: gets and puts held may go */
+    int auth_kick;                      /* ... just now: gets and puts held may go;
+                                           set: on module->auth_kicked */
+    struct mca_btl_base_endpoint_t *kick_next; /* next on module->auth_kicked */
     int auth_peer_gates;                /* initiator: the peer's software stack holds
                                            our first Send for its check: send it */
     struct sockaddr_storage auth_from;  /* acceptor: where the attempt came from */
@@ -275,6 +279,10 @@ void mca_btl_siwarp_auth_warn(const struct sockaddr *from, const char *why);
 /* test hook (SIWARP_BTL_TEST_RECORD): log a request sent to `to` */
 void mca_btl_siwarp_auth_test_record(const char *kind, const struct sockaddr *to,
                                      const mca_btl_siwarp_conn_pd_t *pd);
+/* the module's progress: pending work of each kicked endpoint may go */
+void mca_btl_siwarp_auth_kick_drain(mca_btl_siwarp_module_t *m);
+/* a released endpoint leaves the kicked stack */
+void mca_btl_siwarp_auth_kick_forget(mca_btl_siwarp_endpoint_t *ep);
 /* libsiwarp's verifier of an accepted QP's first Send */
 int  mca_btl_siwarp_auth_verify_qp(void *arg, struct siwarp_qp *qp, const void *data, uint32_t len);
 
@@ -319,8 +327,10 @@ int  mca_btl_siwarp_atomic_submit(mca_btl_siwarp_endpoint_t *ep, int op, int fla
 int  mca_btl_siwarp_atomic_fence(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *put);
 /* Complete every request still awaiting its answer with `status`. */
 void mca_btl_siwarp_atomic_fail_all(mca_btl_siwarp_endpoint_t *ep, int status);
-/* Write every frame coalescing holds back (m->tcp_held set). */
+/* Write every frame coalescing holds back (the endpoints on m->tcp_held). */
 void mca_btl_siwarp_tcp_flush_held(mca_btl_siwarp_module_t *m);
+/* a released endpoint leaves that list */
+void mca_btl_siwarp_tcp_held_forget(mca_btl_siwarp_endpoint_t *ep);
 void mca_btl_siwarp_tcp_close(mca_btl_siwarp_endpoint_t *ep);
 /* btl_siwarp_fallback_rx.c */
 int  mca_btl_siwarp_tcp_rx_progress(mca_btl_siwarp_endpoint_t *ep);

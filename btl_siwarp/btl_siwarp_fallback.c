@@ -695,7 +695,11 @@ int mca_btl_siwarp_tcp_submit(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag
         ep->tx_epoch = ep->module->polls;
         ep->tx_held = 0;
     } else if (++ep->tx_held <= mca_btl_siwarp_component.tx_coalesce) {
-        ep->module->tcp_held = 1;
+        if (!ep->on_held) {
+            ep->held_next = ep->module->tcp_held;
+            ep->module->tcp_held = ep;
+            ep->on_held = 1;
+        }
         return OPAL_SUCCESS;
     } else {
         ep->tx_held = 0;
@@ -718,10 +722,15 @@ int mca_btl_siwarp_tcp_goes_now(mca_btl_siwarp_endpoint_t *ep)
 
 void mca_btl_siwarp_tcp_flush_held(mca_btl_siwarp_module_t *m)
 {
-    mca_btl_siwarp_endpoint_t *ep, *next;
+    mca_btl_siwarp_endpoint_t *ep = m->tcp_held, *next;
 
-    m->tcp_held = 0;
-    OPAL_LIST_FOREACH_SAFE(ep, next, &m->endpoints, mca_btl_siwarp_endpoint_t) {
+    /* only the endpoints that held a frame: a walk of every endpoint here
+     * cost each progress call after a coalesced send O(peers) */
+    m->tcp_held = NULL;
+    for (; ep; ep = next) {
+        next = ep->held_next;
+        ep->held_next = NULL;
+        ep->on_held = 0;
         if (ep->tx_held && MCA_BTL_SIWARP_TR_TCP == ep->transport &&
             MCA_BTL_SIWARP_EP_CONNECTED == ep->state) {
             ep->tx_held = 0;
@@ -730,6 +739,26 @@ void mca_btl_siwarp_tcp_flush_held(mca_btl_siwarp_module_t *m)
             }
         }
     }
+}
+
+/* Release: the held list must not keep a pointer to the endpoint.  The
+ * list is short (endpoints that held a frame since the last progress
+ * call). */
+void mca_btl_siwarp_tcp_held_forget(mca_btl_siwarp_endpoint_t *ep)
+{
+    mca_btl_siwarp_endpoint_t **pp = &ep->module->tcp_held;
+
+    if (!ep->on_held) {
+        return;
+    }
+    while (*pp && *pp != ep) {
+        pp = &(*pp)->held_next;
+    }
+    if (*pp) {
+        *pp = ep->held_next;
+    }
+    ep->held_next = NULL;
+    ep->on_held = 0;
 }
 
 /* A peer that began a frame and stopped sending it, its TCP connection

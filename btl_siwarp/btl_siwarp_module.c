@@ -415,6 +415,7 @@ static int siwarp_finalize(mca_btl_base_module_t *btl)
     }
     OPAL_THREAD_UNLOCK(&m->lock);
     OBJ_DESTRUCT(&m->endpoints);
+    mca_btl_siwarp_eptab_fini(&m->procs);
     OBJ_DESTRUCT(&m->active);
     OBJ_DESTRUCT(&m->graveyard);
     OBJ_DESTRUCT(&m->lock);

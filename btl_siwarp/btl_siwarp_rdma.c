@@ -268,6 +268,15 @@ int mca_btl_siwarp_get(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_
                        local_handle, remote_handle, size, cbfunc, cbcontext, cbdata);
 }
 
+/* something of ours still under way on e */
+static int flush_busy(mca_btl_siwarp_endpoint_t *e)
+{
+    return MCA_BTL_SIWARP_EP_FAILED != e->state &&
+           (e->outstanding > 0 || !opal_list_is_empty(&e->pending) ||
+            !opal_list_is_empty(&e->tx_queue) || !opal_list_is_empty(&e->gets_inflight) ||
+            !opal_list_is_empty(&e->atomics));
+}
+
 /* Wait until every put, get and atomic posted before the call is complete
  * at the target (osc/rdma's MPI_Win_flush): each completes only once it is
  * (a put's completion is its placement, see iwarp_post). */
@@ -279,13 +288,14 @@ int mca_btl_siwarp_flush(mca_btl_base_module_t *btl, struct mca_btl_base_endpoin
     for (;;) {
         int busy = 0;
         OPAL_THREAD_LOCK(&m->lock);
-        OPAL_LIST_FOREACH(e, &m->endpoints, mca_btl_siwarp_endpoint_t) {
-            if ((NULL == ep || e == ep) && MCA_BTL_SIWARP_EP_FAILED != e->state &&
-                (e->outstanding > 0 || !opal_list_is_empty(&e->pending) ||
-                 !opal_list_is_empty(&e->tx_queue) || !opal_list_is_empty(&e->gets_inflight) ||
-                 !opal_list_is_empty(&e->atomics))) {
-                busy = 1;
-                break;
+        if (ep) {
+            busy = flush_busy(ep);      /* one peer's flush looks at that peer only */
+        } else {
+            OPAL_LIST_FOREACH(e, &m->endpoints, mca_btl_siwarp_endpoint_t) {
+                if (flush_busy(e)) {
+                    busy = 1;
+                    break;
+                }
             }
         }
         OPAL_THREAD_UNLOCK(&m->lock);

@@ -33,6 +33,8 @@ btl_siwarp_libbtlsiwarp_la_SOURCES = \
 	btl_siwarp/btl_siwarp_atomic.c \
 	btl_siwarp/btl_siwarp_stack.c \
 	btl_siwarp/btl_siwarp_srq.c \
+	btl_siwarp/btl_siwarp_eptab.h \
+	btl_siwarp/btl_siwarp_eptab.c \
 	btl_siwarp/btl_siwarp_regtab.h \
 	btl_siwarp/btl_siwarp_regtab.c
 btl_siwarp_libbtlsiwarp_la_CPPFLAGS = -I$(top_srcdir)/include $(OMPI_CPPFLAGS) \

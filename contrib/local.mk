@@ -18,12 +18,12 @@ dist_noinst_SCRIPTS += contrib/run-main.sh contrib/netns.sh contrib/netns-mpirun
 # turnaround.c (user-space time per reply, preloaded), wait-pingpong.c
 # (busy polling against sleeping), uring-pingpong.c (io_uring against recv),
 # tcp-streams.c (several connections, MSG_ZEROCOPY), tcp-two-sockets.c (one
-# connection per direction against one for both), ep-lookup-walk.c (the
-# BTL's endpoint list walked per lookup as the peers grow)
+# connection per direction against one for both), ep-lookup.c (endpoint by
+# peer name: list walk against hash table)
 EXTRA_DIST += contrib/probes/turnaround.c contrib/probes/wait-pingpong.c \
 	contrib/probes/uring-pingpong.c contrib/probes/tcp-streams.c \
-	contrib/probes/tcp-two-sockets.c contrib/probes/conn-ab.sh \
-	contrib/probes/ep-lookup-walk.c contrib/README.md
+	contrib/probes/tcp-two-sockets.c contrib/probes/conn-ab.sh contrib/probes/ep-lookup.c \
+	contrib/README.md
 EXTRA_DIST += contrib/ompi5-root.sh
 
 # in the tarball too (make dist): the analysis, and the probes it cites

@@ -62,6 +62,19 @@ else
     not_ok "fallback registration table (test_regtab)"; diag "$log"
 fi
 
+# the endpoint table by peer name, driven directly against libopen-pal (no MPI)
+log="$OUT/test_eptab.log"
+# shellcheck disable=SC2046
+if cc -O2 -g -Wall $(mpicc --showme:incdirs | sed 's/[^ ][^ ]*/-I&/g') \
+        -o "$OUT/test_eptab" "$srcdir/test/mpi/test_eptab.c" \
+        "$srcdir/btl_siwarp/btl_siwarp_eptab.c" \
+        $(mpicc --showme:libdirs | sed 's/[^ ][^ ]*/-L&/g') -lopen-pal > "$log" 2>&1 &&
+   timeout 60 "$OUT/test_eptab" >> "$log" 2>&1; then
+    ok "endpoint table: each name its own endpoint, one per name, disconnect/connect cycles"
+else
+    not_ok "endpoint table (test_eptab)"; diag "$log"
+fi
+
 if ompi_info 2>/dev/null | grep -q "MCA btl: siwarp"; then
     ok "ompi_info lists MCA btl: siwarp"
 else

@@ -1,23 +1,32 @@
 /*
- * ep-lookup-walk.c - what finding an endpoint by walking a list costs as
- * the peers grow: the shape of btl_siwarp's mca_btl_siwarp_ep_lookup (every
- * endpoint on one opal_list, compared by process name until found), which
- * runs for every peer ob1 adds (lazily, on first use) and every connection
- * a process accepts.  Connecting to all of N peers then walks about N^2/2
- * list nodes.  PERFORMANCE.md, *Scale*.
+ * ep-lookup.c - what finding an endpoint by peer name costs as the peers
+ * grow: the list walk btl_siwarp's mca_btl_siwarp_ep_lookup did (every
+ * endpoint on one opal_list, compared by process name until found) against
+ * the hash table it uses now (btl_siwarp_eptab.c, an opal_hash_table_t
+ * keyed by the 64-bit name; this program links that very file).  The
+ * lookup runs for every peer ob1 adds and every connection a process
+ * accepts, so with the walk connecting to all of N peers visited about
+ * N^2/2 list nodes (issue #38, the scale study).  The walk half is the study's
+ * model from the scale study, unchanged.
  *
- *   cc -O2 -o ep-lookup-walk contrib/probes/ep-lookup-walk.c
- *   ./ep-lookup-walk [N...]          (default 64 1024 8192 65536)
+ *   cc -O2 -I/usr/lib/x86_64-linux-gnu/openmpi/include \
+ *      -I/usr/lib/x86_64-linux-gnu/openmpi/include/openmpi -o ep-lookup \
+ *      contrib/probes/ep-lookup.c btl_siwarp/btl_siwarp_eptab.c \
+ *      -L/usr/lib/x86_64-linux-gnu/openmpi/lib -lopen-pal
+ *   ./ep-lookup [N...]               (default 64 1024 8192 65536)
  *
  * Each endpoint is a 1,040-byte block (sizeof(mca_btl_siwarp_endpoint_t)
  * on x86-64, Open MPI 4.1) allocated, as in the BTL, just before its QP
  * (a 97 KiB block whose first two pages are touched), so consecutive
  * endpoints lie a QP apart as they do in a running process.  For each N:
- * lookups of names drawn at random among the N (a hit walks N/2 nodes on
- * average), ns per lookup and per node visited, and the estimate for
- * connecting every peer: N adds plus N/2 accepts, each one lookup.
- * Prints "walk N ns_per_lookup ns_per_node est_connect_all_s".
+ * lookups of names drawn at random among the N, checked to return the
+ * endpoint of that name; ns per lookup and the estimate for connecting
+ * every peer: N adds plus N/2 accepts, each one lookup.
+ * Prints "walk N ns_per_lookup ns_per_node est_connect_all_s" and
+ * "hash N ns_per_lookup - est_connect_all_s".
  */
+#include "../../btl_siwarp/btl_siwarp_eptab.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,8 +65,10 @@ static void one(uint32_t n)
     char **qps = malloc(n * sizeof(*qps));
     uint64_t x = 88172645463325252ull, visited = 0;
     uint32_t lookups = n < 4096 ? 200000 / (n / 64 + 1) + 1000 : 2000;
+    uint32_t hlookups = 2000000;
+    opal_hash_table_t t;
 
-    if (!qps) {
+    if (!qps || 0 != mca_btl_siwarp_eptab_init(&t)) {
         exit(1);
     }
     for (uint32_t i = 0; i < n; i++) {
@@ -77,6 +88,9 @@ static void one(uint32_t n)
             head = e;
         }
         tail = e;
+        if (0 != mca_btl_siwarp_eptab_add(&t, (opal_process_name_t *) &e->jobid, e)) {
+            abort();
+        }
     }
     double t0 = now_s();
     for (uint32_t k = 0; k < lookups; k++) {
@@ -92,6 +106,22 @@ static void one(uint32_t n)
     double per = dt / lookups, node = dt / (double) visited;
     printf("walk %u %.0f %.2f %.1f\n", n, per * 1e9, node * 1e9, 1.5 * n * per);
     fflush(stdout);
+
+    t0 = now_s();
+    for (uint32_t k = 0; k < hlookups; k++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        opal_process_name_t name = { .jobid = 7, .vpid = (uint32_t) (x % n) };
+        struct ep *e = mca_btl_siwarp_eptab_find(&t, &name);
+        if (!e || e->vpid != name.vpid) {   /* and the endpoint is touched, as a hit is */
+            abort();
+        }
+    }
+    dt = now_s() - t0;
+    per = dt / hlookups;
+    printf("hash %u %.0f - %.4f\n", n, per * 1e9, 1.5 * n * per);
+    fflush(stdout);
+
+    mca_btl_siwarp_eptab_fini(&t);
     while (head) {
         struct ep *nx = head->next;
         free(head);
@@ -107,7 +137,8 @@ int main(int argc, char **argv)
 {
     static const uint32_t def[] = { 64, 1024, 8192, 65536 };
 
-    printf("# walk N ns_per_lookup ns_per_node est_connect_all_s\n");
+    printf("# walk N ns_per_lookup ns_per_node est_connect_all_s\n"
+           "# hash N ns_per_lookup - est_connect_all_s\n");
     if (argc > 1) {
         for (int i = 1; i < argc; i++) {
             one((uint32_t) strtoul(argv[i], NULL, 0));
