@@ -56,15 +56,8 @@ for n in "$reps" "$max" "$iters" "$cells" "$steps" $nps; do
     case $n in ''|*[!0-9]*|0) echo "bench-oversub.sh: --reps, --np, --max, --iters, --lammps-cells and --lammps-steps take positive numbers" >&2; exit 2 ;; esac
 done
 
-COMP=$BUILDDIR/btl_siwarp/.libs
-if [ ! -f "$COMP/mca_btl_siwarp.so" ]; then
-    echo "bench-oversub.sh: $COMP/mca_btl_siwarp.so not built (set BUILDDIR)" >&2
-    exit 1
-fi
-OMPI_DIR=$(ompi_info --path pkglibdir --parsable 2>/dev/null | sed -n 's/^path:pkglibdir://p')
-[ -n "$OMPI_DIR" ] || OMPI_DIR=/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3
-export OMPI_MCA_mca_base_component_path="$COMP:$OMPI_DIR"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+. "$here/lib-bench.sh"
+bench_mpi_env bench-oversub.sh
 T=${BENCH_TIMEOUT:-300}
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench-oversub.XXXXXX") || exit 1

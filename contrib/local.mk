@@ -8,7 +8,7 @@ contrib_siwarp_perf_SOURCES = contrib/siwarp-perf.c
 contrib_siwarp_perf_LDADD = common/libswpcore.la -lpthread
 
 # the README's main job, and the namespace helper used by test/integ
-dist_noinst_SCRIPTS += contrib/run-main.sh contrib/netns.sh contrib/netns-mpirun.sh \
+dist_noinst_SCRIPTS += contrib/run-main.sh contrib/netns.sh contrib/netns-mpirun.sh contrib/lib-bench.sh \
 	contrib/bench-mpi.sh contrib/bench-oversub.sh contrib/bench-raw.sh contrib/bench-report.sh contrib/bench-rma.sh \
 	contrib/setup.sh \
 	contrib/ci-sanitizers.sh contrib/bench-cc.sh
