@@ -49,6 +49,15 @@
 #ifndef OPAL_UINT32
 #define OPAL_UINT32 PMIX_UINT32
 #endif
+#ifndef OPAL_STRING
+#define OPAL_STRING PMIX_STRING
+#endif
+#ifndef OPAL_PMIX_LOCAL_PEERS
+#define OPAL_PMIX_LOCAL_PEERS PMIX_LOCAL_PEERS
+#endif
+#ifndef OPAL_PMIX_CPUSET
+#define OPAL_PMIX_CPUSET PMIX_CPUSET
+#endif
 #endif
 
 /* 3.3 asks a BTL whether its put/get/atomics complete remotely (the data

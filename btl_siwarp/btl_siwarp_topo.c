@@ -20,7 +20,6 @@
 #include <string.h>
 
 #include "opal/mca/hwloc/base/base.h"
-#include "opal/mca/pmix/pmix.h"
 #include "opal/util/argv.h"
 #include <hwloc/glibc-sched.h>
 
