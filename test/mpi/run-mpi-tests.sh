@@ -65,7 +65,13 @@ fi
 # the endpoint table by peer name, driven directly against libopen-pal (no MPI)
 log="$OUT/test_eptab.log"
 # shellcheck disable=SC2046
+# (Open MPI 5 installs opal_config.h naming thread headers only its source
+# tree has -- the Debian source package's, as configure finds it for the
+# BTL -- and opal headers that include PMIx's, which live apart)
+ompi_src=$(ls -d /usr/src/openmpi-* 2>/dev/null | head -n 1)
+pmix_inc=$(ls -d /usr/lib/*/pmix*/include 2>/dev/null | head -n 1)
 if cc -O2 -g -Wall $(mpicc --showme:incdirs | sed 's/[^ ][^ ]*/-I&/g') \
+        ${pmix_inc:+-I"$pmix_inc"} ${ompi_src:+-idirafter "$ompi_src"} \
         -o "$OUT/test_eptab" "$srcdir/test/mpi/test_eptab.c" \
         "$srcdir/btl_siwarp/btl_siwarp_eptab.c" \
         $(mpicc --showme:libdirs | sed 's/[^ ][^ ]*/-L&/g') -lopen-pal > "$log" 2>&1 &&
@@ -525,8 +531,12 @@ vcheck $? quiet2 "np=2 on its own cores, btl_siwarp_idle_quiet=1: no back-off, p
     "collectives: ok" "!progress sleeps after"
 # The progress thread of a bound rank runs on a core no rank of the node
 # is bound to (Open MPI's topology and the cpusets it publishes); with
-# every core taken, or an unbound rank, it stays where it started.
+# every core taken, or an unbound rank, it stays where it started.  The
+# bound runs replace MPIRUN's --bind-to none (Open MPI 5's prterun refuses
+# the option twice).
 if [ "$(nproc)" -ge 2 ]; then
+    MPIRUN_UNBOUND=$MPIRUN
+    MPIRUN=$(echo "$MPIRUN" | sed 's/ --bind-to none//')
     vrun place1 1 --bind-to core --mca btl_siwarp_progress_thread 1 "$OUT/mpi_coll"
     vcheck $? place1 "progress thread of a bound rank placed on a free core" \
         "collectives: ok" "progress thread: on the nearest core no rank of this node is bound to (CPU 1): placed"
@@ -536,7 +546,8 @@ if [ "$(nproc)" -ge 2 ]; then
             "collectives: ok" "progress thread: left where it started (no core is free of the node's ranks)" \
             "!progress thread: on the nearest"
     fi
-    vrun place2none 2 --bind-to none --mca btl_siwarp_progress_thread 1 "$OUT/mpi_coll"
+    MPIRUN=$MPIRUN_UNBOUND
+    vrun place2none 2 --mca btl_siwarp_progress_thread 1 "$OUT/mpi_coll"
     vcheck $? place2none "progress thread of an unbound rank left where it started" \
         "collectives: ok" "progress thread: left where it started (the rank is not bound)" \
         "!progress thread: on the nearest"
