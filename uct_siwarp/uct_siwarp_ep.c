@@ -137,6 +137,46 @@ int uct_siwarp_ep_check_connected(uct_siwarp_ep_t *ep)
     return rc;
 }
 
+/* Post the Read of the peer iface's flush word (uct_siwarp_ep_flush says
+ * why it proves placement) on the ep's connection, completing comp;
+ * direct: past uct_siwarp_ep_post's room check (an ep being merged).
+ * UCS_INPROGRESS when posted. */
+static ucs_status_t uct_siwarp_ep_flush_read(uct_siwarp_ep_t *ep, uct_completion_t *comp,
+                                             int direct)
+{
+    uct_siwarp_iface_t *iface = ep_iface(ep);
+    struct siwarp_sge sge     = { .length = 8, .lkey = siwarp_mr_stag(iface->words_mr) };
+    struct siwarp_send_wr wr  = { .sg_list = &sge, .num_sge = 1, .opcode = SIWARP_WR_READ };
+    struct siwarp_send_wr *bad;
+    uct_siwarp_op_t *op;
+    ucs_status_t status;
+
+    op = uct_siwarp_op_get(iface, ep, UCT_SIWARP_OP_FLUSH, comp);
+    if (op == NULL) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    sge.addr            = op->slot;
+    wr.wr_id            = (uintptr_t)op;
+    wr.rdma.remote_addr = ep->conn->peer_flush_addr;   /* known once connected */
+    wr.rdma.rkey        = ep->conn->peer_flush_stag;
+    if (direct) {
+        wr.send_flags = SIWARP_SEND_SIGNALED;
+        status = (siwarp_post_send(ep->conn->qp, &wr, &bad) < 0) ? UCS_ERR_NO_RESOURCE :
+                 UCS_INPROGRESS;
+        if (status == UCS_INPROGRESS) {
+            ep->tx_avail--;
+        }
+    } else {
+        status = uct_siwarp_ep_post(ep, &wr);
+    }
+    if (status != UCS_INPROGRESS) {
+        uct_siwarp_op_put(iface, op);
+        return status;
+    }
+    ep->unflushed = 0;
+    return UCS_INPROGRESS;
+}
+
 /* Move the ep to the connection its peer opened (uct_siwarp_conn.c):
  * once nothing is outstanding and a flush Read on the old connection
  * proved that all sent on it was placed, so that nothing sent on the new
@@ -145,32 +185,15 @@ unsigned uct_siwarp_ep_merge_progress(uct_siwarp_ep_t *ep)
 {
     uct_siwarp_iface_t *iface = ep_iface(ep);
     uct_siwarp_conn_t *old    = ep->conn;
-    struct siwarp_sge sge     = { .length = 8, .lkey = siwarp_mr_stag(iface->words_mr) };
-    struct siwarp_send_wr wr  = { .sg_list = &sge, .num_sge = 1, .opcode = SIWARP_WR_READ,
-                                  .send_flags = SIWARP_SEND_SIGNALED };
-    struct siwarp_send_wr *bad;
-    uct_siwarp_op_t *op;
 
     if ((ep->state == UCT_SIWARP_EP_FAILED) || (ep->tx_avail != iface->config.tx_depth) ||
         ep->xor_inflight) {
         return 0;
     }
     if ((old->state == UCT_SIWARP_CONN_UP) && ep->unflushed) {
-        op = uct_siwarp_op_get(iface, ep, UCT_SIWARP_OP_FLUSH, NULL);
-        if (op == NULL) {
-            return 0;
-        }
-        sge.addr            = op->slot;
-        wr.wr_id            = (uintptr_t)op;
-        wr.rdma.remote_addr = old->peer_flush_addr;
-        wr.rdma.rkey        = old->peer_flush_stag;
-        if (siwarp_post_send(old->qp, &wr, &bad) < 0) {
-            uct_siwarp_op_put(iface, op);
-            return 0;                        /* tried again at the next progress */
-        }
-        ep->tx_avail--;
-        ep->unflushed = 0;
-        return 1;
+        /* posted past has_room, which holds back everything else; on
+         * failure tried again at the next progress */
+        return uct_siwarp_ep_flush_read(ep, NULL, 1) == UCS_INPROGRESS;
     }
     /* nothing of the ep is in flight on the old connection (or it never
      * came up): the peer keeps its own, and sees this one close */
@@ -580,10 +603,6 @@ ucs_status_t uct_siwarp_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_
 {
     uct_siwarp_ep_t *ep       = ucs_derived_of(tl_ep, uct_siwarp_ep_t);
     uct_siwarp_iface_t *iface = ep_iface(ep);
-    struct siwarp_sge sge     = { .length = 8, .lkey = siwarp_mr_stag(iface->words_mr) };
-    struct siwarp_send_wr wr  = { .sg_list = &sge, .num_sge = 1, .opcode = SIWARP_WR_READ };
-    uct_siwarp_op_t *op;
-    ucs_status_t status;
 
     if (ep->state == UCT_SIWARP_EP_FAILED) {
         return (flags & UCT_FLUSH_FLAG_CANCEL) ? UCS_OK : ep->fail_status;
@@ -602,21 +621,7 @@ ucs_status_t uct_siwarp_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_
             return UCS_INPROGRESS;     /* a flush Read already covers it all */
         }
     }
-    op = uct_siwarp_op_get(iface, ep, UCT_SIWARP_OP_FLUSH, comp);
-    if (op == NULL) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-    sge.addr            = op->slot;
-    wr.wr_id            = (uintptr_t)op;
-    wr.rdma.remote_addr = ep->conn->peer_flush_addr;
-    wr.rdma.rkey        = ep->conn->peer_flush_stag;
-    status = uct_siwarp_ep_post(ep, &wr);   /* the flush word is known once connected */
-    if (status != UCS_INPROGRESS) {
-        uct_siwarp_op_put(iface, op);
-        return status;
-    }
-    ep->unflushed = 0;
-    return UCS_INPROGRESS;
+    return uct_siwarp_ep_flush_read(ep, comp, 0);
 }
 
 ucs_status_t uct_siwarp_ep_fence(uct_ep_h tl_ep, unsigned flags)
