@@ -146,6 +146,7 @@ typedef struct uct_siwarp_pool {
 typedef struct uct_siwarp_op {
     struct uct_siwarp_op *next;        /* free list */
     uct_siwarp_ep_t      *ep;
+    uint64_t             ep_gen;       /* ep->gen at post: an ep that left is not its ep */
     uct_completion_t     *comp;
     void                 *result;      /* AMO: where the fetched value goes */
     unsigned             kind;
@@ -185,6 +186,7 @@ typedef struct uct_siwarp_iface {
     uct_siwarp_pool_t      slots;        /* words[1 .. num_slots] */
     void                   *tx_buf;      /* bcopy staging (copied at post) */
     uct_siwarp_op_t        *free_ops;
+    uint64_t               ep_gen;       /* the last uct_siwarp_ep_t.gen given */
     size_t                 op_size;
     ucs_list_link_t        eps;
     ucs_list_link_t        conns;        /* uct_siwarp_conn_t, both roles */
@@ -221,6 +223,7 @@ struct uct_siwarp_ep {
     unsigned          xor_inflight;      /* XORs whose CmpSwap is yet to come */
     ucs_status_t      fail_status;       /* FAILED: why */
     int               fail_reported;     /* uct_iface_handle_ep_err called */
+    uint64_t          gen;               /* unique in its iface (uct_siwarp_op_t.ep_gen) */
 };
 
 /* One iWARP connection between two ifaces, carrying AMs, Writes and Reads
@@ -233,6 +236,7 @@ struct uct_siwarp_conn {
     struct siwarp_qp  *qp;
     ucs_list_link_t   list;              /* iface->conns */
     uct_siwarp_ep_t   *ep;               /* the ep sending on it, or NULL */
+    unsigned          orphans;           /* WRs of eps that left, not yet completed */
     int               initiator;
     int               state;
     int               verified;          /* acceptor: the first Send proved the key */

@@ -307,6 +307,8 @@ static unsigned uct_siwarp_conn_recv(uct_siwarp_conn_t *conn, const struct siwar
 /* One completion of the connection's QP. */
 unsigned uct_siwarp_conn_handle(uct_siwarp_conn_t *conn, const struct siwarp_wc *wc)
 {
+    uct_siwarp_op_t *op;
+
     if (wc->opcode == SIWARP_WC_RECV) {
         return uct_siwarp_conn_recv(conn, wc);
     }
@@ -317,11 +319,24 @@ unsigned uct_siwarp_conn_handle(uct_siwarp_conn_t *conn, const struct siwarp_wc 
         }
         return 0;
     }
-    if (conn->ep != NULL) {
+    op = (uct_siwarp_op_t*)(uintptr_t)wc->wr_id;
+    if ((conn->ep != NULL) && (conn->ep->conn == conn) &&
+        ((op == NULL) || (op->ep_gen == conn->ep->gen))) {
         uct_siwarp_ep_tx_done(conn->ep, wc);
         return 1;
     }
-    return 0;    /* an ep that left with work outstanding closed the connection */
+    /* work of an ep that was destroyed before it completed: its slot comes
+     * back, its completion and follow-up steps go with the ep (the caller
+     * may have freed what they name) */
+    if ((conn->ep != NULL) && (conn->ep->conn == conn)) {
+        conn->ep->tx_avail++;
+    } else if (conn->orphans > 0) {
+        conn->orphans--;
+    }
+    if (op != NULL) {
+        uct_siwarp_op_put(conn->iface, op);
+    }
+    return 1;
 }
 
 /* Destroy the connections that ended and that no ep sends on: after a poll

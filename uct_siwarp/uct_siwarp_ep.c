@@ -177,6 +177,17 @@ static ucs_status_t uct_siwarp_ep_flush_read(uct_siwarp_ep_t *ep, uct_completion
     return UCS_INPROGRESS;
 }
 
+/* The ep sends on conn from now on.  WRs an ep that left posted there
+ * (conn->orphans) still hold send queue slots: they come out of this one's
+ * tx_avail, and their completions give them back (uct_siwarp_conn_handle). */
+static void uct_siwarp_ep_attach(uct_siwarp_ep_t *ep, uct_siwarp_conn_t *conn)
+{
+    conn->ep      = ep;
+    ep->conn      = conn;
+    ep->tx_avail  = ep_iface(ep)->config.tx_depth - conn->orphans;
+    conn->orphans = 0;
+}
+
 /* Move the ep to the connection its peer opened (uct_siwarp_conn.c):
  * once nothing is outstanding and a flush Read on the old connection
  * proved that all sent on it was placed, so that nothing sent on the new
@@ -199,7 +210,7 @@ unsigned uct_siwarp_ep_merge_progress(uct_siwarp_ep_t *ep)
      * came up): the peer keeps its own, and sees this one close */
     ucs_debug("siwarp: ep %p to %s moves to the connection the peer opened", ep, old->peer);
     old->ep      = NULL;
-    ep->conn     = ep->merge_to;
+    uct_siwarp_ep_attach(ep, ep->merge_to);
     ep->merge_to = NULL;
     ep->state    = UCT_SIWARP_EP_CONNECTED;
     uct_siwarp_conn_destroy(old);
@@ -686,6 +697,7 @@ static UCS_CLASS_INIT_FUNC(uct_siwarp_ep_t, const uct_ep_params_t *params)
 
     memset((char*)self + sizeof(self->super), 0, sizeof(*self) - sizeof(self->super));
     self->tx_avail = iface->config.tx_depth;
+    self->gen      = ++iface->ep_gen;
     ucs_queue_head_init(&self->pending_q);
 
     memset(&sin, 0, sizeof(sin));
@@ -701,8 +713,7 @@ static UCS_CLASS_INIT_FUNC(uct_siwarp_ep_t, const uct_ep_params_t *params)
             return status;
         }
     }
-    conn->ep    = self;
-    self->conn  = conn;
+    uct_siwarp_ep_attach(self, conn);
     self->state = (conn->state == UCT_SIWARP_CONN_UP) ? UCT_SIWARP_EP_CONNECTED :
                   UCT_SIWARP_EP_CONNECTING;
     ucs_list_add_tail(&iface->eps, &self->list);
@@ -723,13 +734,15 @@ static UCS_CLASS_CLEANUP_FUNC(uct_siwarp_ep_t)
         return;      /* its iface closed first and took the connection */
     }
     conn->ep = NULL;
-    if ((self->tx_avail != iface->config.tx_depth) ||
-        (conn->state == UCT_SIWARP_CONN_FAILED)) {
-        /* completions of its work would name this ep: close the connection,
-         * which drops them (the peer sees it end) */
+    if (conn->state == UCT_SIWARP_CONN_FAILED) {
         uct_siwarp_conn_destroy(conn);
+        return;
     }
-    /* otherwise the connection stays for the peer's sends and a later ep */
+    /* The connection stays for the peer's sends and a later ep, even with
+     * this one's work in flight: it may carry the peer's ep too, which must
+     * not fail because this side let go of its own (UCT drops what a
+     * destroyed ep left unflushed; uct_siwarp_conn_handle frees it) */
+    conn->orphans = iface->config.tx_depth - self->tx_avail;
 }
 
 UCS_CLASS_DEFINE(uct_siwarp_ep_t, uct_base_ep_t);

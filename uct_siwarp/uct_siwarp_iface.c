@@ -99,6 +99,7 @@ uct_siwarp_op_t *uct_siwarp_op_get(uct_siwarp_iface_t *iface, uct_siwarp_ep_t *e
         }
     }
     op->ep     = ep;
+    op->ep_gen = ep->gen;
     op->kind   = kind;
     op->comp   = comp;
     op->result = NULL;

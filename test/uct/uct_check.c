@@ -475,6 +475,10 @@ static void test_bad_rkey(uct_ep_h ep, region_t *src, region_t *dst)
     }
     fst = flush_ep(ep);
     wait_for(&err_seen);
+    if (fst == UCS_OK || !err_seen) {
+        printf("# put status %s, flush %s, error handler %s\n", ucs_status_string(st),
+               ucs_status_string(fst), err_seen ? "ran" : "did not run");
+    }
     check(fst != UCS_OK && err_seen,
           "put to an STag the peer does not have: flush fails, the error handler runs");
 }
@@ -722,7 +726,7 @@ int main(int argc, char **argv)
     }
     test_strangers(&b, &dst);
     test_still_works(ep, &dst);
-    test_conn(md, icfg, dev, &a, &b, ep);
+    test_conn(md, icfg, dev, &a, &b, ep, &src, &dst);
     test_bad_rkey(ep, &src, &dst);
 
     uct_ep_destroy(ep);

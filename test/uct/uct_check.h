@@ -42,6 +42,6 @@ int open_side(uct_md_h md, uct_iface_config_t *cfg, const char *dev, side_t *s);
 
 /* uct_check_conn.c: A and B are open, ep_ab connects A to B */
 void test_conn(uct_md_h md, uct_iface_config_t *cfg, const char *dev, side_t *a, side_t *b,
-               uct_ep_h ep_ab);
+               uct_ep_h ep_ab, region_t *src, region_t *dst);
 
 #endif

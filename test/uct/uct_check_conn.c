@@ -19,6 +19,8 @@
 #define SEQ_ID  5
 #define SEQ_N   2000
 
+static int get_called;
+
 /* sockets of this process (listeners included, which do not change) */
 static int count_sockets(void)
 {
@@ -154,6 +156,44 @@ static void test_reverse(side_t *a, side_t *b, uct_ep_h ep_ab, seq_t *at_a, seq_
     }
 }
 
+static void get_done(uct_completion_t *self)
+{
+    (void)self;
+    get_called++;
+}
+
+/* B's ep to A leaves with an RDMA Read in flight on the connection A's ep
+ * sends on: the connection stays (A's ep keeps working), the Read's
+ * completion goes with B's ep, and its slot comes back to the next one */
+static void test_left_in_flight(side_t *a, side_t *b, uct_ep_h ep_ab, seq_t *at_a,
+                                seq_t *at_b, region_t *src, region_t *dst)
+{
+    static uct_completion_t comp = { .func = get_done, .count = 1 };
+    uct_iov_t iov = { .buffer = src->buf, .length = 65536, .memh = src->memh, .count = 1 };
+    uct_ep_h ep_ba = make_ep(b, a);
+    ucs_status_t st = UCS_ERR_NO_ELEM;
+
+    if (ep_ba != NULL && send_seq(ep_ba, 200, 10) == 0 && wait_seq(at_a, 210) == 0) {
+        RETRY(st, uct_ep_get_zcopy(ep_ba, &iov, 1, (uintptr_t)dst->buf, dst->rkey.rkey,
+                                   &comp));
+    }
+    if (ep_ba != NULL) {
+        uct_ep_destroy(ep_ba);
+    }
+    check(st == UCS_INPROGRESS || st == UCS_OK,
+          "B's ep to A: an RDMA Read posted, the ep destroyed before it completes");
+    check(send_seq(ep_ab, 200, 100) == 0 && wait_seq(at_b, 300) == 0 && at_b->bad == 0 &&
+          flush_ep(ep_ab) == UCS_OK,
+          "after that: A's ep to B still carries its AMs, in order, and flushes");
+    ep_ba = make_ep(b, a);
+    check(ep_ba != NULL && send_seq(ep_ba, 210, 100) == 0 && wait_seq(at_a, 310) == 0 &&
+          at_a->bad == 0 && flush_ep(ep_ba) == UCS_OK && get_called == 0,
+          "B's next ep to A: 100 AMs in order and a flush; the left Read completed nobody");
+    if (ep_ba != NULL) {
+        uct_ep_destroy(ep_ba);
+    }
+}
+
 /* C and D make eps to each other before either connection is up: the
  * pair ends on one connection, and the AMs each sent on either arrive in
  * order */
@@ -204,7 +244,7 @@ static void test_simultaneous(uct_md_h md, uct_iface_config_t *cfg, const char *
 }
 
 void test_conn(uct_md_h md, uct_iface_config_t *cfg, const char *dev, side_t *a, side_t *b,
-               uct_ep_h ep_ab)
+               uct_ep_h ep_ab, region_t *src, region_t *dst)
 {
     seq_t at_a = { 0 }, at_b = { 0 };
     struct siwarp_ctx *ctx;
@@ -217,5 +257,6 @@ void test_conn(uct_md_h md, uct_iface_config_t *cfg, const char *dev, side_t *a,
     uct_iface_set_am_handler(a->iface, SEQ_ID, seq_cb, &at_a, 0);
     uct_iface_set_am_handler(b->iface, SEQ_ID, seq_cb, &at_b, 0);
     test_reverse(a, b, ep_ab, &at_a, &at_b);
+    test_left_in_flight(a, b, ep_ab, &at_a, &at_b, src, dst);
     test_simultaneous(md, cfg, dev);
 }
