@@ -112,7 +112,11 @@ typedef struct uct_siwarp_iface_config {
     int                atomics;
     double             llp_timeout;
     int                progress_thread;
+    unsigned long      tx_coalesce;      /* UCS_ULUNITS_AUTO: by progress_thread */
 } uct_siwarp_iface_config_t;
+
+/* UCX_SIWARP_TX_COALESCE=auto with the progress thread */
+#define UCT_SIWARP_TX_COALESCE_AUTO 16
 
 /* wr_id of the connection's own WRs (credit Writes, the first Send): no
  * op's address */
@@ -199,6 +203,7 @@ typedef struct uct_siwarp_iface {
         unsigned max_iov;
         int      atomics;
         int      llp_timeout_ms;
+        unsigned tx_coalesce;            /* qp_init_attr.tx_coalesce */
     } config;
     int                    pt_user;   /* counted in md->pt_users */
     unsigned               verified;       /* accepted connections verified, ever */

@@ -77,6 +77,7 @@ uct_siwarp_conn_t *uct_siwarp_conn_new(uct_siwarp_iface_t *iface, int initiator)
         .max_recv_wr = nbufs,
         .max_sge     = iface->config.max_iov,
         .max_inline  = (uint32_t)iface->config.seg_size,
+        .tx_coalesce = iface->config.tx_coalesce,
     };
     uct_siwarp_conn_t *conn;
     unsigned i;

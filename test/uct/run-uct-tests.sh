@@ -42,14 +42,18 @@ timeout 60 ucx_info -d 2>&1 | grep -q "Transport: siwarp"
 result $((! $?)) "ucx_info -d without the setting does not list it (control)"
 timeout 60 env LD_PRELOAD="$MOD" ucx_info -c -f >"$log" 2>&1
 grep -q "UCX_SIWARP_RX_QUEUE_LEN=128" "$log" && grep -q "UCX_SIWARP_SEG_SIZE=16512" "$log" &&
-    grep -q "UCX_SIWARP_PROGRESS_THREAD=y" "$log"
-result $? "ucx_info -c -f documents UCX_SIWARP_* (RX_QUEUE_LEN 128, SEG_SIZE 16512, PROGRESS_THREAD y)" "$log"
+    grep -q "UCX_SIWARP_PROGRESS_THREAD=y" "$log" && grep -q "UCX_SIWARP_TX_COALESCE=auto" "$log"
+result $? "ucx_info -c -f documents UCX_SIWARP_* (RX_QUEUE_LEN 128, SEG_SIZE 16512, PROGRESS_THREAD y, TX_COALESCE auto)" "$log"
 
 log=$OUT/uct_check_badparam.log
 timeout "$T" env LD_PRELOAD="$MOD" UCX_SIWARP_RX_QUEUE_LEN=1 "$OUT/uct_check" "$DEV" >"$log" 2>&1
 rc=$?
 [ $rc -ne 0 ] && grep -q "UCX_SIWARP_RX_QUEUE_LEN=1: must be 2 .. 4096" "$log"
 result $? "UCX_SIWARP_RX_QUEUE_LEN=1 is refused with a message naming it" "$log"
+timeout "$T" env LD_PRELOAD="$MOD" UCX_SIWARP_TX_COALESCE=5000 "$OUT/uct_check" "$DEV" >"$log" 2>&1
+rc=$?
+[ $rc -ne 0 ] && grep -q "UCX_SIWARP_TX_COALESCE=5000: must be 0 .. 1024" "$log"
+result $? "UCX_SIWARP_TX_COALESCE=5000 is refused with a message naming it" "$log"
 
 # ---- UCT operations, checked byte by byte -----------------------------------
 log=$OUT/uct_check.log
@@ -105,7 +109,8 @@ fi
 blog=$OUT/build.log
 : >"$blog"
 bok=0
-for p in mpi_pingpong mpi_coll mpi_onesided mpi_rma mpi_passive mpi_spawn mpi_accept; do
+for p in mpi_pingpong mpi_coll mpi_onesided mpi_rma mpi_passive mpi_spawn mpi_accept \
+         mpi_progress_rule; do
     mpicc -O2 -g -I"$srcdir/test/mpi" -o "$OUT/$p" "$srcdir/test/mpi/$p.c" >>"$blog" 2>&1 || bok=1
 done
 result $bok "build the MPI test programs with mpicc" "$blog"
@@ -159,6 +164,33 @@ passive_run() {
 }
 passive_run "passive target: atomics, put, get, cas complete while the target computes" ok y 30
 passive_run "control, UCX_SIWARP_PROGRESS_THREAD=n: they wait for the target's MPI" incomplete n 3
+
+# Send coalescing (UCX_SIWARP_TX_COALESCE) holds the second and later sends
+# posted between two progress calls; a sender whose MPI_Send completed and
+# that then stays out of MPI must not keep them (MPI's progress rule, the
+# BTL's test).  auto: with the thread (which writes them once the process
+# is away), and off without it; forcing 16 without the thread must fail
+# case a, which shows the test sees a held send.
+rule_run() {
+    what=$1 expect=$2; shift 2
+    rlog=$(log_name "mpi progress rule $*")
+    rdir=$(mktemp -d)
+    # shellcheck disable=SC2086
+    timeout 300 mpirun -np 2 $UCXRUN "$@" "$OUT/mpi_progress_rule" "$rdir" >"$rlog" 2>&1
+    rc=$?
+    rm -rf "$rdir"
+    if [ "$expect" = ok ]; then
+        [ $rc -eq 0 ] && grep -q "^progress rule: ok" "$rlog"
+    else
+        [ $rc -ne 0 ] && grep -q "case a: rank 1 never got the 8 messages" "$rlog"
+    fi
+    result $? "pml ucx, UCX_TLS=siwarp,self: $what (exit $rc)" "$rlog"
+}
+rule_run "progress rule with send coalescing (auto, thread on): sends complete outside MPI" ok
+rule_run "progress rule, UCX_SIWARP_PROGRESS_THREAD=n (coalescing auto: off)" ok \
+    -x UCX_SIWARP_PROGRESS_THREAD=n
+rule_run "control, coalescing forced on without the thread: case a is held back" held \
+    -x UCX_SIWARP_PROGRESS_THREAD=n -x UCX_SIWARP_TX_COALESCE=16
 
 if command -v oshcc >/dev/null && command -v oshrun >/dev/null; then
     slog=$OUT/shmem-build.log
