@@ -131,6 +131,7 @@ int siwarp_poll_cq(struct siwarp_cq *cq, int n, struct siwarp_wc *wc)
         got += swp_cq_drain(cq, n - got, wc + got);
     }
     swp_unlock(cq->ctx);
+    swp_app_idle(cq->ctx, got == 0);
     return got;
 }
 

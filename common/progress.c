@@ -465,6 +465,7 @@ static int swp_progress_once(struct siwarp_ctx *ctx, bool direct_ok)
     swp_app_progress(ctx);
     rc = swp_progress_pass(ctx, 0, direct_ok);
     swp_unlock(ctx);
+    swp_app_idle(ctx, rc == 0);
     return rc;
 }
 

@@ -24,6 +24,17 @@
  * computing, 2 ranks on 2 cores: 40-60 us sleeping after each, 20-22 us
  * with the spin, 13-15 us with the target idle in MPI).
  *
+ * Contexts with a thread serve each other (swp_pt_serve_others): while
+ * the application polls one of them in a loop that finds nothing, every
+ * SWP_PT_SERVE_EVERY-th call also runs a pass over the others, whose
+ * threads the activity clock keeps asleep.  Open MPI's pml ucx and osc ucx
+ * each open a context; a rank waiting in a pml barrier polls the osc
+ * worker only every 100th turn, so an origin's put + flush waited for that
+ * turn (osu_put_latency through osc ucx 19-20 us, as over UCX's tcp).
+ * Only contexts with a thread qualify: they have no receive handlers (which
+ * need a single-thread context) and are already progressed by a foreign
+ * thread, under their lock, which is only tried.
+ *
  * Exported fd (siwarp_ctx_fd): an application may sleep on it (UCX's
  * ucp_worker_wait).  Whatever the thread takes off a socket no longer
  * makes that fd readable, so when its pass queued completions the thread
@@ -70,6 +81,37 @@ struct swp_pthread {
  * would only slow it down (osc ucx put with the target in a barrier, 2
  * ranks on 2 cores: 22 us without threads, 33 us with per-context clocks). */
 static uint64_t swp_pt_seen_ns;
+
+/* The contexts with a thread, for swp_pt_serve_others */
+static struct swp_list swp_pt_all = { &swp_pt_all, &swp_pt_all };
+static pthread_mutex_t swp_pt_all_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* One pass over each other context with a thread whose lock is free,
+ * from an application thread that holds no context lock.  Nothing here
+ * waits: a registry or context another thread holds is skipped. */
+void swp_pt_serve_others(struct siwarp_ctx *self)
+{
+    if (pthread_mutex_trylock(&swp_pt_all_lock) != 0)
+        return;
+    for (struct swp_list *l = swp_pt_all.next; l != &swp_pt_all; l = l->next) {
+        struct siwarp_ctx *c = swp_container_of(l, struct siwarp_ctx, pt_link);
+        uint64_t pushes;
+
+        if (c == self || pthread_mutex_trylock(&c->lock) != 0)
+            continue;
+        pushes = c->cq_pushes;
+        if (c->pt && !c->in_recv_handler) {
+            (void)swp_progress_all_locked(c);   /* its owner sees errors itself */
+            /* what this pass took off a socket no longer makes the
+             * context's fd readable: kick it for an owner asleep on it */
+            if (c->cq_pushes != pushes && c->fd_exported)
+                swp_ctx_kick(c);
+            c->pt->st.served_by_others++;
+        }
+        pthread_mutex_unlock(&c->lock);
+    }
+    pthread_mutex_unlock(&swp_pt_all_lock);
+}
 
 void swp_pt_app_seen(void)
 {
@@ -233,15 +275,25 @@ int siwarp_ctx_start_progress_thread(struct siwarp_ctx *ctx, uint32_t away_us)
             ctx->pt = NULL;
     }
     pthread_mutex_unlock(&ctx->lock);
-    if (rc)
+    if (rc) {
         free(pt);
-    return rc;
+        return rc;
+    }
+    pthread_mutex_lock(&swp_pt_all_lock);
+    swp_list_add_tail(&swp_pt_all, &ctx->pt_link);
+    pthread_mutex_unlock(&swp_pt_all_lock);
+    return 0;
 }
 
 void swp_pt_stop(struct siwarp_ctx *ctx)
 {
     struct swp_pthread *pt;
 
+    /* no other context's application serves this one from now on (it
+     * holds the registry while it does) */
+    pthread_mutex_lock(&swp_pt_all_lock);
+    swp_list_del(&ctx->pt_link);
+    pthread_mutex_unlock(&swp_pt_all_lock);
     /* the real lock: a context with a thread is never single-thread */
     pthread_mutex_lock(&ctx->lock);
     pt = ctx->pt;

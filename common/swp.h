@@ -749,6 +749,8 @@ struct siwarp_ctx {
     char tcp_cc[SWP_TCP_CC_MAX];         /* tcp_cc.c: congestion controls to ask for */
     uint64_t cq_pushes;                  /* completions queued, ever (progress_thread.c) */
     struct swp_pthread *pt;              /* siwarp_ctx_start_progress_thread, or NULL */
+    struct swp_list pt_link;             /* swp_pt_all: contexts with a thread */
+    uint32_t idle_calls;                 /* application passes in a row that found nothing */
 };
 
 /* progress_thread.c: the application's own progress calls note the time,
@@ -761,6 +763,21 @@ static inline void swp_app_progress(struct siwarp_ctx *ctx)
         swp_pt_app_seen();
 }
 bool swp_pt_is_self(const struct siwarp_ctx *ctx);
+void swp_pt_serve_others(struct siwarp_ctx *ctx);
+
+/* After an application's progress call on ctx (unlocked): one that found
+ * nothing, every SWP_PT_SERVE_EVERY-th in a row, also serves the process's
+ * other contexts with a thread (progress_thread.c).  One branch without. */
+#define SWP_PT_SERVE_EVERY 4
+static inline void swp_app_idle(struct siwarp_ctx *ctx, bool idle)
+{
+    if (!ctx->pt)
+        return;
+    if (!idle)
+        ctx->idle_calls = 0;
+    else if ((++ctx->idle_calls % SWP_PT_SERVE_EVERY) == 0)
+        swp_pt_serve_others(ctx);
+}
 void swp_pt_stop(struct siwarp_ctx *ctx);
 
 /* Reads we owe the peer (RFC 5040 6.5: what the IRD bounds): a Read stays

@@ -123,6 +123,8 @@ struct siwarp_progress_thread_stats {
     uint64_t passes;        /* progress passes the thread made */
     uint64_t served;        /* events those passes handled */
     uint64_t yields;        /* times it let the application's own calls be */
+    uint64_t served_by_others;  /* passes the application made on it while idle
+                                   on another context with a thread */
 };
 /* What the thread did so far (tests, tuning).  0, or -EINVAL (none runs). */
 int  siwarp_ctx_progress_thread_stats(struct siwarp_ctx *ctx,

@@ -209,6 +209,46 @@ TEST(an_application_that_polls_keeps_the_thread_asleep)
     env_teardown(&e);               /* stops the thread */
 }
 
+/* A process with two contexts that have threads (UCX: pml ucx's and osc
+ * ucx's) polls only one of them while it waits (a pml barrier): its idle
+ * calls serve the other, whose thread the activity clock keeps asleep.
+ * away_us is 50 ms, so the responder's own thread could answer at most
+ * some 6 Reads in the 300 ms: without the service there are not 100. */
+TEST(idle_polling_of_one_context_serves_another_with_a_thread)
+{
+    struct siwarp_progress_thread_stats st;
+    struct siwarp_ctx *other;
+    struct siwarp_wc wc;
+    struct env e;
+    uint64_t end;
+    int reads = 0;
+
+    env_setup(&e);
+    ASSERT_OK(siwarp_ctx_create(&other));
+    ASSERT_OK(siwarp_ctx_start_progress_thread(other, 50000));
+    ASSERT_OK(siwarp_ctx_start_progress_thread(e.s[1].ctx, 50000));
+    end = now_ms() + 300;
+    while (now_ms() < end) {
+        int n = 0;
+
+        post_rdma(&e, SIWARP_WR_READ, 0, reads % 64);
+        while (n == 0 && now_ms() < end + 1000) {
+            ASSERT(siwarp_progress(other) >= 0);        /* nothing of its own */
+            ASSERT((n = siwarp_poll_cq(e.s[0].cq, 1, &wc)) >= 0);
+        }
+        ASSERT_EQ(n, 1);
+        ASSERT_EQ(wc.status, SIWARP_WC_SUCCESS);
+        reads++;
+    }
+    ASSERT_OK(siwarp_ctx_progress_thread_stats(e.s[1].ctx, &st));
+    ASSERT(reads > 100);
+    ASSERT(st.served_by_others > 0);
+    ASSERT(st.passes <= 2);
+    ASSERT_OK(siwarp_ctx_stop_progress_thread(other));
+    siwarp_ctx_destroy(other);
+    env_teardown(&e);
+}
+
 /* The responder's application sleeps on the exported fd (as UCX's
  * ucp_worker_wait does): a Send the thread took off the socket must still
  * wake it, and the CQ must hold the message. */
