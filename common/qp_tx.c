@@ -467,8 +467,10 @@ int swp_tx_direct_send(struct siwarp_qp *qp, const struct siwarp_send_wr *wr)
      * P2P RTR's Read (RFC 6581 6) sits in the ORQ without one. */
     if ((wr->send_flags & SIWARP_SEND_FENCE) && swp_ring_count(&qp->orqr))
         return 0;
-    /* a second post before progress ran: swp_tx_post may hold it back */
-    if (qp->init.tx_coalesce && qp->tx_epoch == ctx->epoch)
+    /* a second post before progress ran, or one that asked to wait:
+     * swp_tx_post may hold it back */
+    if (qp->init.tx_coalesce &&
+        (qp->tx_epoch == ctx->epoch || (wr->send_flags & SIWARP_SEND_HOLD)))
         return 0;
     for (int i = 0; i < wr->num_sge; i++)
         len += wr->sg_list[i].length;

@@ -214,6 +214,10 @@ int siwarp_post_send(struct siwarp_qp *qp, struct siwarp_send_wr *wr,
         swp_unlock(qp->ctx);
         return rc == 2 ? 1 : 0;
     }
+    /* SIWARP_SEND_HOLD: as if a post had gone before it in this epoch,
+     * so that swp_tx_post holds it back (coalescing only) */
+    if ((wr->send_flags & SIWARP_SEND_HOLD) && qp->init.tx_coalesce)
+        qp->tx_epoch = qp->ctx->epoch;
     for (; wr; wr = wr->next) {
         rc = swp_post_one_send(qp, wr);
         if (rc < 0) {

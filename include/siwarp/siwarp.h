@@ -318,6 +318,12 @@ enum siwarp_send_flags {
      * an Open MPI BTL's btl_send returning 1).  Otherwise the WR completes
      * as usual.  A verbs device never completes at post (returns 0). */
     SIWARP_SEND_COMPLETE_AT_POST = 1 << 4,
+    /* On a QP with send coalescing (qp_init_attr.tx_coalesce), the WR may
+     * wait for the next post or progress call even as the first since the
+     * last one: for a caller that knows more follows at once (a put that
+     * its caller flushes next: the Write and the flush's Read then leave
+     * in one sendmsg).  Ignored without coalescing and on a verbs device. */
+    SIWARP_SEND_HOLD = 1 << 5,
 };
 
 struct siwarp_send_wr {

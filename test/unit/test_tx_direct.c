@@ -659,4 +659,57 @@ TEST(direct_send_never_overtakes_held_work)
     rig_teardown(&r);
 }
 
+/* Nothing on the raw end for 20 ms, without progressing the QP */
+static bool raw_silent(struct rig *r)
+{
+    uint8_t b;
+
+    usleep(20000);
+    return recv(r->raw, &b, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN;
+}
+
+/* SIWARP_SEND_HOLD with coalescing: a Write waits, even as the first post
+ * since progress ran, for the next progress call, and a Read posted behind
+ * it waits with it; both then leave, in order (RFC 5040 5.5: the Read
+ * Request after the Write).  Without coalescing the flag changes nothing. */
+static void hold(uint32_t coalesce)
+{
+    static uint64_t src = 0x0102030405060708ull, dst;
+    uint8_t got[28 + 52];
+    struct siwarp_mr *mr;
+    struct rig r;
+    struct siwarp_sge sge = { &src, 8, 0 };
+    struct siwarp_sge rsge = { &dst, 8, 0 };
+    struct siwarp_send_wr w = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
+                                .opcode = SIWARP_WR_WRITE,
+                                .send_flags = SIWARP_SEND_SIGNALED | SIWARP_SEND_INLINE |
+                                              SIWARP_SEND_HOLD };
+    struct siwarp_send_wr rd = { .wr_id = 2, .sg_list = &rsge, .num_sge = 1,
+                                 .opcode = SIWARP_WR_READ, .send_flags = SIWARP_SEND_SIGNALED };
+
+    rig_setup(&r, true, coalesce, 0);
+    ASSERT_OK(siwarp_reg_mr(r.pd, &dst, sizeof(dst), SIWARP_ACCESS_LOCAL_WRITE, &mr));
+    rsge.lkey = siwarp_mr_stag(mr);
+    w.rdma.remote_addr = 0x1000;
+    w.rdma.rkey = 0x77;
+    rd.rdma.remote_addr = 0x2000;
+    rd.rdma.rkey = 0x78;
+    (void)siwarp_progress(r.ctx);            /* the Write is the first post of an epoch */
+    ASSERT(siwarp_post_send(r.qp, &w, NULL) >= 0);
+    ASSERT_EQ(raw_silent(&r), coalesce != 0);
+    ASSERT(siwarp_post_send(r.qp, &rd, NULL) >= 0);
+    if (coalesce)
+        ASSERT(raw_silent(&r));
+    raw_read(&r, got, sizeof(got));           /* progresses: both leave */
+    ASSERT_EQ(get32(got) >> 16, 22);          /* ULPDU_Length: 14 + 8 */
+    ASSERT_EQ(got[3] & 0x0f, 0x0);            /* RDMA Write */
+    ASSERT_EQ(got[2] & 0x80, 0x80);           /* tagged */
+    ASSERT_EQ(got[28 + 3] & 0x0f, 0x1);       /* then the Read Request */
+    siwarp_dereg_mr(mr);
+    rig_teardown(&r);
+}
+
+TEST(hold_waits_for_the_next_progress_with_coalescing) { hold(4); }
+TEST(hold_is_ignored_without_coalescing) { hold(0); }
+
 SWP_TEST_MAIN()
