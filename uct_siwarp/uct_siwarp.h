@@ -129,6 +129,7 @@ enum {
     UCT_SIWARP_OP_AMO,       /* fetching atomic: result to store */
     UCT_SIWARP_OP_AMO_POST,  /* non-fetching atomic */
     UCT_SIWARP_OP_GET_BCOPY, /* Read into a bounce buffer, then unpacked */
+    UCT_SIWARP_OP_FLUSH_WAIT,/* no WR: a flush that waits for earlier ones (ep->flush_wait) */
 };
 
 /* get_bcopy reads into registered bounce buffers of the iface: UCP puts
@@ -161,6 +162,7 @@ typedef struct uct_siwarp_op {
     uct_unpack_callback_t unpack_cb;   /* GET_BCOPY: the caller's unpacker */
     void                 *unpack_arg;
     size_t               length;
+    uint64_t             wait_seq;     /* FLUSH_WAIT: ep->tx_completed that ends it */
     struct {                           /* XOR as read, then CmpSwap until it held */
         int      active;
         int      counted;              /* in its ep's xor_inflight */
@@ -229,6 +231,10 @@ struct uct_siwarp_ep {
     ucs_status_t      fail_status;       /* FAILED: why */
     int               fail_reported;     /* uct_iface_handle_ep_err called */
     uint64_t          gen;               /* unique in its iface (uct_siwarp_op_t.ep_gen) */
+    uint64_t          tx_posted;         /* signaled WRs posted, ever */
+    uint64_t          tx_completed;      /* ... and completed */
+    uct_siwarp_op_t   *flush_wait;       /* FLUSH_WAIT ops, oldest first (op->next) */
+    uct_siwarp_op_t   *flush_wait_tail;
 };
 
 /* One iWARP connection between two ifaces, carrying AMs, Writes and Reads
@@ -348,6 +354,7 @@ void uct_siwarp_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb
 ucs_status_t uct_siwarp_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp);
 ucs_status_t uct_siwarp_ep_fence(uct_ep_h tl_ep, unsigned flags);
 unsigned uct_siwarp_ep_progress_pending(uct_siwarp_ep_t *ep);
+void uct_siwarp_ep_slot_back(uct_siwarp_ep_t *ep);
 void uct_siwarp_ep_tx_done(uct_siwarp_ep_t *ep, const struct siwarp_wc *wc);
 void uct_siwarp_ep_conn_failed(uct_siwarp_ep_t *ep);
 unsigned uct_siwarp_ep_merge_progress(uct_siwarp_ep_t *ep);

@@ -330,7 +330,7 @@ unsigned uct_siwarp_conn_handle(uct_siwarp_conn_t *conn, const struct siwarp_wc 
      * back, its completion and follow-up steps go with the ep (the caller
      * may have freed what they name) */
     if ((conn->ep != NULL) && (conn->ep->conn == conn)) {
-        conn->ep->tx_avail++;
+        uct_siwarp_ep_slot_back(conn->ep);
     } else if (conn->orphans > 0) {
         conn->orphans--;
     }

@@ -98,11 +98,14 @@ ucs_status_t uct_siwarp_ep_post(uct_siwarp_ep_t *ep, struct siwarp_send_wr *wr)
         return uct_siwarp_status(rc);
     }
     ep->fence    = 0;
-    ep->unflushed = 1;
+    /* a Read's response comes only after everything before it on the
+     * stream was placed (uct_siwarp_ep_flush): it is a flush of its own */
+    ep->unflushed = (wr->opcode != SIWARP_WR_READ);
     if (rc == 1) {
         return UCS_OK;
     }
     ep->tx_avail--;
+    ep->tx_posted++;
     return UCS_INPROGRESS;
 }
 
@@ -165,6 +168,7 @@ static ucs_status_t uct_siwarp_ep_flush_read(uct_siwarp_ep_t *ep, uct_completion
                  UCS_INPROGRESS;
         if (status == UCS_INPROGRESS) {
             ep->tx_avail--;
+            ep->tx_posted++;
         }
     } else {
         status = uct_siwarp_ep_post(ep, &wr);
@@ -182,10 +186,12 @@ static ucs_status_t uct_siwarp_ep_flush_read(uct_siwarp_ep_t *ep, uct_completion
  * tx_avail, and their completions give them back (uct_siwarp_conn_handle). */
 static void uct_siwarp_ep_attach(uct_siwarp_ep_t *ep, uct_siwarp_conn_t *conn)
 {
-    conn->ep      = ep;
-    ep->conn      = conn;
-    ep->tx_avail  = ep_iface(ep)->config.tx_depth - conn->orphans;
-    conn->orphans = 0;
+    conn->ep         = ep;
+    ep->conn         = conn;
+    ep->tx_avail     = ep_iface(ep)->config.tx_depth - conn->orphans;
+    /* the orphans complete first (in order): a flush waits for them too */
+    ep->tx_posted   += conn->orphans;
+    conn->orphans    = 0;
 }
 
 /* Move the ep to the connection its peer opened (uct_siwarp_conn.c):
@@ -247,13 +253,42 @@ void uct_siwarp_ep_conn_failed(uct_siwarp_ep_t *ep)
     }
 }
 
+/* Flushes waiting for WRs already posted (a Read last, which proves the
+ * rest): complete those whose WRs have all completed.  The send queue
+ * completes in order, so a count is enough. */
+static void uct_siwarp_ep_flush_wait_done(uct_siwarp_ep_t *ep)
+{
+    uct_siwarp_iface_t *iface = ep_iface(ep);
+    uct_siwarp_op_t *op;
+
+    while (((op = ep->flush_wait) != NULL) && (op->wait_seq <= ep->tx_completed)) {
+        ep->flush_wait = op->next;
+        if (ep->flush_wait == NULL) {
+            ep->flush_wait_tail = NULL;
+        }
+        uct_invoke_completion(op->comp, (ep->state == UCT_SIWARP_EP_FAILED) ?
+                                        ep->fail_status : UCS_OK);
+        uct_siwarp_op_put(iface, op);
+    }
+}
+
+/* A send queue slot of the ep's connection came back: its own WR's, or
+ * one an earlier ep left there (counted in at uct_siwarp_ep_attach). */
+void uct_siwarp_ep_slot_back(uct_siwarp_ep_t *ep)
+{
+    ep->tx_avail++;
+    ep->tx_completed++;
+    if (ep->flush_wait != NULL) {
+        uct_siwarp_ep_flush_wait_done(ep);
+    }
+}
+
 void uct_siwarp_ep_tx_done(uct_siwarp_ep_t *ep, const struct siwarp_wc *wc)
 {
     uct_siwarp_iface_t *iface = ep_iface(ep);
     uct_siwarp_op_t *op       = (uct_siwarp_op_t*)(uintptr_t)wc->wr_id;
     ucs_status_t status       = UCS_OK;
 
-    ep->tx_avail++;
     if (wc->status != SIWARP_WC_SUCCESS) {
         status = (wc->status == SIWARP_WC_REM_ACCESS_ERR) ? UCS_ERR_INVALID_ADDR :
                  UCS_ERR_CONNECTION_RESET;
@@ -265,6 +300,7 @@ void uct_siwarp_ep_tx_done(uct_siwarp_ep_t *ep, const struct siwarp_wc *wc)
         }
         uct_siwarp_ep_set_failed(ep, status);
     }
+    uct_siwarp_ep_slot_back(ep);   /* after the failure is noted: flushes see it */
     if (op == NULL) {
         return;
     }
@@ -473,7 +509,9 @@ static ucs_status_t uct_siwarp_ep_write_inline(uct_siwarp_ep_t *ep, void *buf, s
         .sg_list    = &sge,
         .num_sge    = 1,
         .opcode     = SIWARP_WR_WRITE,
-        .send_flags = SIWARP_SEND_INLINE | SIWARP_SEND_COMPLETE_AT_POST,
+        /* a put is made visible by the flush that follows it: with send
+         * coalescing the Write waits for it, and both leave in one sendmsg */
+        .send_flags = SIWARP_SEND_INLINE | SIWARP_SEND_COMPLETE_AT_POST | SIWARP_SEND_HOLD,
     };
     ucs_status_t status;
 
@@ -603,6 +641,24 @@ ucs_status_t uct_siwarp_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_
 
 /* ---- flush, fence, pending -------------------------------------------------- */
 
+static ucs_status_t uct_siwarp_ep_flush_wait(uct_siwarp_ep_t *ep, uct_completion_t *comp)
+{
+    uct_siwarp_op_t *op = uct_siwarp_op_get(ep_iface(ep), ep, UCT_SIWARP_OP_FLUSH_WAIT, comp);
+
+    if (op == NULL) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    op->wait_seq = ep->tx_posted;
+    op->next     = NULL;
+    if (ep->flush_wait_tail != NULL) {
+        ep->flush_wait_tail->next = op;
+    } else {
+        ep->flush_wait = op;
+    }
+    ep->flush_wait_tail = op;
+    return UCS_INPROGRESS;
+}
+
 /* An RDMA Write completes locally once its data is handed to TCP, which is
  * not placement at the peer.  A flush therefore posts an 8-octet RDMA Read
  * of the peer iface's flush word: the peer answers a Read Request only after
@@ -629,8 +685,12 @@ ucs_status_t uct_siwarp_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_
             return UCS_OK;
         }
         if (comp == NULL) {
-            return UCS_INPROGRESS;     /* a flush Read already covers it all */
+            return UCS_INPROGRESS;     /* a Read already covers it all */
         }
+        /* the last WR is a Read (a get, or a flush's): its completion
+         * proves the rest, so wait for it instead of a second round trip
+         * (osc ucx flushes after every get) */
+        return uct_siwarp_ep_flush_wait(ep, comp);
     }
     return uct_siwarp_ep_flush_read(ep, comp, 0);
 }
@@ -727,6 +787,13 @@ static UCS_CLASS_CLEANUP_FUNC(uct_siwarp_ep_t)
 
     uct_siwarp_ep_pending_purge(&self->super.super, NULL, NULL);
     ucs_list_del(&self->list);
+    while (self->flush_wait != NULL) {
+        /* UCT: a destroyed ep's flushes do not complete */
+        uct_siwarp_op_t *op = self->flush_wait;
+
+        self->flush_wait = op->next;
+        uct_siwarp_op_put(iface, op);
+    }
     if (self->merge_to != NULL) {
         self->merge_to->ep = NULL;
     }

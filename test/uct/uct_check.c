@@ -340,6 +340,39 @@ static void test_put_get(uct_ep_h ep, const uct_iface_attr_t *a, region_t *src, 
         snprintf(what, sizeof(what), "get_zcopy %zu B: the remote bytes on completion", len);
         check(st == UCS_OK && !memcmp(dst->buf, src->buf, len), what);
     }
+    {
+        /* a flush behind a get (osc ucx flushes after each): it waits for
+         * the get's Read, and completes after it, never before; a put
+         * behind the flush is then covered by the next flush's own Read */
+        uct_iov_t iov = { .buffer = src->buf, .length = 4096, .memh = src->memh, .count = 1 };
+        comp_t fc;
+        ucs_status_t fst;
+        int get_first;
+
+        fill(dst->buf, 4096, 77);
+        memset(src->buf, 0, 4096);
+        comp_init(&c);
+        comp_init(&fc);
+        RETRY(st, uct_ep_get_zcopy(ep, &iov, 1, (uintptr_t)dst->buf, dst->rkey.rkey, &c.super));
+        RETRY(fst, uct_ep_flush(ep, 0, &fc.super));
+        if (fst == UCS_INPROGRESS) {
+            double end = now() + WAIT_SEC;
+            while (!fc.done && now() < end) {
+                uct_worker_progress(worker);
+            }
+            fst = fc.done ? fc.status : UCS_ERR_TIMED_OUT;
+        }
+        get_first = c.done || st == UCS_OK;
+        st = finish(st, &c);
+        check(fst == UCS_OK && get_first && st == UCS_OK && !memcmp(dst->buf, src->buf, 4096),
+              "flush behind a get: completes once the get has, with its bytes there");
+        memset(dst->buf, 0, 8);
+        RETRY(st, uct_ep_put_short(ep, "\x11\x22\x33\x44\x55\x66\x77\x88", 8,
+                                   (uintptr_t)dst->buf, dst->rkey.rkey));
+        check(st == UCS_OK && flush_ep(ep) == UCS_OK &&
+              !memcmp(dst->buf, "\x11\x22\x33\x44\x55\x66\x77\x88", 8),
+              "a put after that: placed by the next flush");
+    }
     /* get_bcopy: what UCP's small gets use (its "rma" lane needs it) */
     check((a->cap.flags & UCT_IFACE_FLAG_GET_BCOPY) && (a->cap.get.max_bcopy >= 8),
           "get_bcopy offered");
