@@ -19,10 +19,12 @@ dist_noinst_SCRIPTS += contrib/run-main.sh contrib/netns.sh contrib/netns-mpirun
 # (busy polling against sleeping), uring-pingpong.c (io_uring against recv),
 # tcp-streams.c (several connections, MSG_ZEROCOPY), tcp-two-sockets.c (one
 # connection per direction against one for both), ep-lookup.c (endpoint by
-# peer name: list walk against hash table)
+# peer name: list walk against hash table), uct-idle-progress.c (an idle
+# UCT progress call against the number of eps)
 EXTRA_DIST += contrib/probes/turnaround.c contrib/probes/wait-pingpong.c \
 	contrib/probes/uring-pingpong.c contrib/probes/tcp-streams.c \
 	contrib/probes/tcp-two-sockets.c contrib/probes/conn-ab.sh contrib/probes/ep-lookup.c \
+	contrib/probes/uct-idle-progress.c \
 	contrib/README.md
 EXTRA_DIST += contrib/ompi5-root.sh
 

@@ -196,6 +196,12 @@ typedef struct uct_siwarp_iface {
     size_t                 op_size;
     ucs_list_link_t        eps;
     ucs_list_link_t        conns;        /* uct_siwarp_conn_t, both roles */
+    /* Progress walks eps and conns only while one may need it (an ep
+     * connecting, merging, with pending requests or an unreported failure;
+     * a conn failed without an ep or awaiting its proof): a job with
+     * thousands of peers must not pay for them on every call */
+    int                    eps_dirty;
+    int                    conns_dirty;
     int                    event_fd;
     uint8_t                secret[UCT_SIWARP_SECRET_LEN];   /* uct_siwarp_auth.c */
     struct {
@@ -354,6 +360,7 @@ void uct_siwarp_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb
 ucs_status_t uct_siwarp_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp);
 ucs_status_t uct_siwarp_ep_fence(uct_ep_h tl_ep, unsigned flags);
 unsigned uct_siwarp_ep_progress_pending(uct_siwarp_ep_t *ep);
+int uct_siwarp_ep_needs_progress(const uct_siwarp_ep_t *ep);
 void uct_siwarp_ep_slot_back(uct_siwarp_ep_t *ep);
 void uct_siwarp_ep_tx_done(uct_siwarp_ep_t *ep, const struct siwarp_wc *wc);
 void uct_siwarp_ep_conn_failed(uct_siwarp_ep_t *ep);

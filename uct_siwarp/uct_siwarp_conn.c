@@ -94,6 +94,7 @@ uct_siwarp_conn_t *uct_siwarp_conn_new(uct_siwarp_iface_t *iface, int initiator)
     conn->nbufs     = nbufs;
     if (nbufs > iface->config.rx_depth) {
         conn->fin_due      = 1;
+        iface->conns_dirty = 1;
         conn->fin_deadline = ucs_get_time() + ucs_time_from_msec(iface->config.llp_timeout_ms);
     }
     ucs_list_add_tail(&iface->conns, &conn->list);
@@ -192,6 +193,7 @@ void uct_siwarp_conn_set_failed(uct_siwarp_conn_t *conn, int error, const char *
     }
     conn->error = error;
     conn->state = UCT_SIWARP_CONN_FAILED;
+    conn->iface->conns_dirty = 1;
     if (conn->ep != NULL) {
         uct_siwarp_ep_conn_failed(conn->ep);
     }
@@ -346,11 +348,18 @@ void uct_siwarp_conn_reap(uct_siwarp_iface_t *iface)
 {
     uct_siwarp_conn_t *conn, *tmp;
 
+    if (!iface->conns_dirty) {
+        return;
+    }
+    iface->conns_dirty = 0;
     ucs_list_for_each_safe(conn, tmp, &iface->conns, list) {
-        if (conn->fin_due && (conn->state != UCT_SIWARP_CONN_FAILED) &&
-            (ucs_get_time() > conn->fin_deadline)) {
-            uct_siwarp_auth_warn(iface, conn->peer, "its first message did not come");
-            uct_siwarp_conn_set_failed(conn, -ETIMEDOUT, NULL);
+        if (conn->fin_due && (conn->state != UCT_SIWARP_CONN_FAILED)) {
+            if (ucs_get_time() > conn->fin_deadline) {
+                uct_siwarp_auth_warn(iface, conn->peer, "its first message did not come");
+                uct_siwarp_conn_set_failed(conn, -ETIMEDOUT, NULL);
+            } else {
+                iface->conns_dirty = 1;     /* its deadline is still to watch */
+            }
         }
         if ((conn->state == UCT_SIWARP_CONN_FAILED) && (conn->ep == NULL)) {
             uct_siwarp_conn_destroy(conn);

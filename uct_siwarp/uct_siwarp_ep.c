@@ -22,7 +22,16 @@ void uct_siwarp_ep_set_failed(uct_siwarp_ep_t *ep, ucs_status_t status)
     if (ep->state != UCT_SIWARP_EP_FAILED) {
         ep->state       = UCT_SIWARP_EP_FAILED;
         ep->fail_status = status;
+        ep_iface(ep)->eps_dirty = 1;       /* to be reported */
     }
+}
+
+/* Does the ep need the iface's progress to look at it? */
+int uct_siwarp_ep_needs_progress(const uct_siwarp_ep_t *ep)
+{
+    return (ep->merge_to != NULL) || (ep->state == UCT_SIWARP_EP_CONNECTING) ||
+           !ucs_queue_is_empty(&ep->pending_q) ||
+           ((ep->state == UCT_SIWARP_EP_FAILED) && !ep->fail_reported);
 }
 
 /* UCP may destroy an ep from its error handler: call it outside any loop
@@ -706,6 +715,7 @@ ucs_status_t uct_siwarp_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req, u
     uct_siwarp_ep_t *ep = ucs_derived_of(tl_ep, uct_siwarp_ep_t);
 
     uct_pending_req_queue_push(&ep->pending_q, req);
+    ep_iface(ep)->eps_dirty = 1;
     return UCS_OK;
 }
 
@@ -777,6 +787,7 @@ static UCS_CLASS_INIT_FUNC(uct_siwarp_ep_t, const uct_ep_params_t *params)
     self->state = (conn->state == UCT_SIWARP_CONN_UP) ? UCT_SIWARP_EP_CONNECTED :
                   UCT_SIWARP_EP_CONNECTING;
     ucs_list_add_tail(&iface->eps, &self->list);
+    iface->eps_dirty = 1;
     return UCS_OK;
 }
 

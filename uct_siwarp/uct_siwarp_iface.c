@@ -395,6 +395,7 @@ static unsigned uct_siwarp_iface_progress(uct_iface_h tl_iface)
     if (iface->verified != iface->verified_seen) {
         /* a peer's connection came up: an ep of ours may have a twin of it */
         iface->verified_seen = iface->verified;
+        iface->eps_dirty     = 1;
         ucs_list_for_each(ep, &iface->eps, list) {
             if ((ep->merge_to == NULL) && (ep->state != UCT_SIWARP_EP_FAILED)) {
                 ep->merge_to = uct_siwarp_conn_merge_target(ep->conn);
@@ -404,6 +405,10 @@ static unsigned uct_siwarp_iface_progress(uct_iface_h tl_iface)
             }
         }
     }
+    if (!iface->eps_dirty) {
+        return count;
+    }
+    iface->eps_dirty = 0;
     ucs_list_for_each_safe(ep, tmp, &iface->eps, list) {
         if (ep->merge_to != NULL) {
             count += uct_siwarp_ep_merge_progress(ep);
@@ -414,8 +419,15 @@ static unsigned uct_siwarp_iface_progress(uct_iface_h tl_iface)
         if (!ucs_queue_is_empty(&ep->pending_q)) {
             count += uct_siwarp_ep_progress_pending(ep);
         }
+        if (uct_siwarp_ep_needs_progress(ep)) {
+            iface->eps_dirty = 1;
+        }
     }
-    return count + uct_siwarp_ep_report_failures(iface);
+    if (uct_siwarp_ep_report_failures(iface)) {
+        iface->eps_dirty = 1;     /* another may wait; the handler may have destroyed eps */
+        count++;
+    }
+    return count;
 }
 
 static ucs_status_t uct_siwarp_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p)
