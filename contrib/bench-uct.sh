@@ -6,6 +6,8 @@
 # rounds, and the ratio siwarp/tcp.  UCP level (UCX_TLS=<tl>), so that
 # tcp's put and get are what UCP makes of them.
 #   contrib/bench-uct.sh [ROUNDS]     (default 5; build first: make)
+# The server runs on CPU 0 and the client on CPU 1 (ucx_perftest -c), as
+# mpirun binds two ranks; BIND=0 leaves them unbound.
 # Then, with oshcc and oshrun there, OpenSHMEM over spml ucx in the loops
 # of the OSU OpenSHMEM benchmarks (test/uct/shmem_bench.c: put + quiet,
 # get, fetch-add, compare-swap; 2 PEs, one per core), the same rounds.
@@ -17,8 +19,13 @@ MOD=$top/uct_siwarp/.libs/libuct_siwarp.so.0
 T=120
 [ -f "$MOD" ] || { echo "bench-uct.sh: $MOD not built" >&2; exit 1; }
 . "$top/test/uct/lib-perftest.sh"
+# one core each, as mpirun binds two ranks (unbound pairs on 2 cores swing
+# by 2x from run to run); BIND=0 leaves them to the scheduler
+if [ "${BIND:-1}" != 0 ] && [ "$(nproc)" -ge 2 ]; then
+    PT_SERVER_ARGS="-c 0" PT_CLIENT_ARGS="-c 1"
+fi
 logs=$(mktemp -d)
-echo "# logs: $logs; $ROUNDS alternating rounds; host load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# logs: $logs; $ROUNDS alternating rounds; ${PT_SERVER_ARGS:+server $PT_SERVER_ARGS, client $PT_CLIENT_ARGS; }host load: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # name | metric (lat: median us; bw: overall MB/s) | ucx_perftest args
 TESTS=(

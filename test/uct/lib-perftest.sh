@@ -4,7 +4,8 @@
 # the server's "Waiting for connection" line, read through a pipe.  Sets
 # pt_crc / pt_src (client / server exit) and pt_row (the result row, empty
 # if none): iterations, then latency percentile, average, overall, then
-# bandwidth average, overall, then message rates.
+# bandwidth average, overall, then message rates.  PT_SERVER_ARGS and
+# PT_CLIENT_ARGS go to one side only (contrib/bench-uct.sh: -c CPU).
 ucx_perftest_pair() {
     # a random port may be taken (another test, a socket in TIME_WAIT): the
     # server says "bind() failed" and the pair is tried on another, 3 times
@@ -20,7 +21,9 @@ ucx_perftest_pair_once() {
     port=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 30000))
     # stdbuf: the server's stdout is a pipe, and its readiness line must not
     # wait in a stdio buffer
-    timeout "$T" env LD_PRELOAD="$MOD" stdbuf -oL ucx_perftest -p $port "$@" >"$d/out" 2>&1 &
+    # shellcheck disable=SC2086
+    timeout "$T" env LD_PRELOAD="$MOD" stdbuf -oL ucx_perftest -p $port ${PT_SERVER_ARGS:-} "$@" \
+        >"$d/out" 2>&1 &
     sp=$!
     exec 3<"$d/out"
     : >"$plog"
@@ -30,7 +33,9 @@ ucx_perftest_pair_once() {
     done
     cat <&3 >>"$plog" &
     cp=$!
-    timeout "$T" env LD_PRELOAD="$MOD" ucx_perftest 127.0.0.1 -p $port "$@" -f >"$d/client" 2>&1
+    # shellcheck disable=SC2086
+    timeout "$T" env LD_PRELOAD="$MOD" ucx_perftest 127.0.0.1 -p $port ${PT_CLIENT_ARGS:-} "$@" -f \
+        >"$d/client" 2>&1
     pt_crc=$?
     wait $sp; pt_src=$?
     wait $cp
