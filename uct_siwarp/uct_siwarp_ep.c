@@ -108,8 +108,11 @@ ucs_status_t uct_siwarp_ep_post(uct_siwarp_ep_t *ep, struct siwarp_send_wr *wr)
     }
     ep->fence    = 0;
     /* a Read's response comes only after everything before it on the
-     * stream was placed (uct_siwarp_ep_flush): it is a flush of its own */
-    ep->unflushed = (wr->opcode != SIWARP_WR_READ);
+     * stream was placed (uct_siwarp_ep_flush), and so does an RFC 7306
+     * atomic's (libsiwarp's responder executes it in stream order; atomics
+     * are offered only to such a peer): each is a flush of its own */
+    ep->unflushed = !((wr->opcode >= SIWARP_WR_READ) &&
+                      (wr->opcode <= SIWARP_WR_ATOMIC_MASKED_CMP_SWP));
     if (rc == 1) {
         return UCS_OK;
     }
