@@ -1,5 +1,5 @@
 # lib-host.sh - shell helpers the host-side interop runners share (sourced
-# by run-interop.sh, run-perftest.sh, run-hw.sh, run-mpi-hw.sh).
+# by run-interop.sh, run-perftest.sh, run-hw.sh, run-mpi-hw.sh, run-uct-hw.sh).
 
 now_ms() { date +%s%3N; }
 
@@ -17,6 +17,25 @@ wait_for() {
 tap() {
     n=$((n + 1))
     echo "$1 $n - $2${3:+ # $3}"
+}
+
+# hw_guest_start: how the drivers that boot the MPI guest (run-mpi-hw.sh,
+# run-uct-hw.sh) begin.  From $here: top_srcdir, top_builddir, SIWVM_MPI
+# (/tmp/siwvm-mpi) and SIWVM_SCRIPTS (../shared/siw-vm) unless given; n,
+# failed and qpid start empty; tap also notes a failure in $failed.  A host
+# that cannot boot the guest (not root, no guest built) ends the caller
+# with a TAP skip saying why.
+hw_guest_start() {
+    top_srcdir=${top_srcdir:-$(cd "$here/../.." && pwd)}
+    top_builddir=${top_builddir:-$top_srcdir}
+    SIWVM_MPI=${SIWVM_MPI:-/tmp/siwvm-mpi}
+    SIWVM_SCRIPTS=${SIWVM_SCRIPTS:-$(cd "$top_srcdir/.." && pwd)/shared/siw-vm}
+    [ -d "$SIWVM_SCRIPTS" ] || SIWVM_SCRIPTS=/work/shared/siw-vm
+    n=0; failed=; qpid=
+    tap() { n=$((n + 1)); echo "$1 $n - $2"; [ "$1" = ok ] || failed=1; }
+    [ "$(id -u)" = 0 ] || { echo "1..0 # SKIP needs root (netns, tap)"; exit 0; }
+    [ -f "$SIWVM_MPI/initrd.img" ] ||
+        { echo "1..0 # SKIP no MPI guest in $SIWVM_MPI (test/interop/build-guest-mpi.sh)"; exit 0; }
 }
 
 # tap_guest_boot NS NETDEV HOSTIP GUESTIP SIWVM SHARE SCRIPT LOG [KARGS...]:

@@ -27,11 +27,8 @@
 # 6.1 can leave a Write RTR unread, siw-vm README), KARGS (e.g. siwfix=1).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-top_srcdir=${top_srcdir:-$(cd "$here/../.." && pwd)}
-top_builddir=${top_builddir:-$top_srcdir}
-SIWVM_MPI=${SIWVM_MPI:-/tmp/siwvm-mpi}
-SIWVM_SCRIPTS=${SIWVM_SCRIPTS:-$(cd "$top_srcdir/.." && pwd)/shared/siw-vm}
-[ -d "$SIWVM_SCRIPTS" ] || SIWVM_SCRIPTS=/work/shared/siw-vm
+. "$here/lib-host.sh"     # now_ms, wait_for, tap_guest_*, rsh_agent, hw_guest_start
+hw_guest_start            # paths, tap, n; the skips of a host without the guest
 OUT=${OUT:-$(mktemp -d /tmp/siwarp-mpihw.XXXXXX)}
 MAX=${MPI_HW_MAX:-16777216}
 SHARE=$OUT/share
@@ -40,11 +37,6 @@ KARGS=${KARGS:-}
 HOSTIP=10.78.0.1 GUESTIP=10.78.0.2
 COMP=$top_builddir/btl_siwarp/.libs/mca_btl_siwarp.so
 PROGS="mpi_pingpong mpi_anysrc mpi_datatype mpi_flood mpi_coll mpi_onesided mpi_remap"
-n=0; failed=; qpid=
-. "$here/lib-host.sh"     # now_ms, wait_for, tap_guest_*, rsh_agent (its tap is replaced below)
-tap() { n=$((n + 1)); echo "$1 $n - $2"; [ "$1" = ok ] || failed=1; }
-[ "$(id -u)" = 0 ] || { echo "1..0 # SKIP needs root (netns, tap)"; exit 0; }
-[ -f "$SIWVM_MPI/initrd.img" ] || { echo "1..0 # SKIP no MPI guest in $SIWVM_MPI (test/interop/build-guest-mpi.sh)"; exit 0; }
 [ -f "$COMP" ] || { echo "1..0 # SKIP $COMP not built"; exit 0; }
 # rdma-core is dlopen'ed on first use (common/hw_dl.h): ldd cannot tell
 grep -q '^#define HAVE_VERBS 1' "$top_builddir/config.h" 2>/dev/null ||

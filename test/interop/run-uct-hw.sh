@@ -40,11 +40,8 @@
 # (4194304), MPI_UCT_TIMEOUT (150 s a job).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-top_srcdir=${top_srcdir:-$(cd "$here/../.." && pwd)}
-top_builddir=${top_builddir:-$top_srcdir}
-SIWVM_MPI=${SIWVM_MPI:-/tmp/siwvm-mpi}
-SIWVM_SCRIPTS=${SIWVM_SCRIPTS:-$(cd "$top_srcdir/.." && pwd)/shared/siw-vm}
-[ -d "$SIWVM_SCRIPTS" ] || SIWVM_SCRIPTS=/work/shared/siw-vm
+. "$here/lib-host.sh"     # now_ms, wait_for, tap_guest_*, rsh_agent, hw_guest_start
+hw_guest_start            # paths, tap, n; the skips of a host without the guest
 OUT=${OUT:-$(mktemp -d /tmp/siwarp-ucthw.XXXXXX)}
 SHARE=$OUT/share
 NS=${UCT_HW_NS:-swpuct$$}
@@ -53,11 +50,6 @@ MAX=${MPI_UCT_MAX:-4194304}
 T=${UCT_HW_TIMEOUT:-150}
 HOSTIP=10.79.0.1 GUESTIP=10.79.0.2
 MOD=$top_builddir/uct_siwarp/.libs/libuct_siwarp.so.0
-n=0; failed=; qpid=
-. "$here/lib-host.sh"     # now_ms, wait_for, tap_guest_*, rsh_agent (its tap is replaced below)
-tap() { n=$((n + 1)); echo "$1 $n - $2"; [ "$1" = ok ] || failed=1; }
-[ "$(id -u)" = 0 ] || { echo "1..0 # SKIP needs root (netns, tap)"; exit 0; }
-[ -f "$SIWVM_MPI/initrd.img" ] || { echo "1..0 # SKIP no MPI guest in $SIWVM_MPI (test/interop/build-guest-mpi.sh)"; exit 0; }
 [ -f "$MOD" ] || { echo "1..0 # SKIP $MOD not built (configure found no UCX 1.13.1 with its source)"; exit 0; }
 for b in ucx_info ucx_perftest; do
     command -v $b >/dev/null || { echo "1..0 # SKIP no $b (ucx-utils)"; exit 0; }
