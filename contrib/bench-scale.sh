@@ -79,14 +79,8 @@ for n in $reps $nodes $nps $iters; do
 done
 [ -n "$a2a_np" ] || a2a_np=$(echo "$nps" | tr ' ' '\n' | sort -n | tail -n 1)
 
-COMP=$BUILDDIR/btl_siwarp/.libs
-if [ ! -f "$COMP/mca_btl_siwarp.so" ]; then
-    echo "bench-scale.sh: $COMP/mca_btl_siwarp.so not built (set BUILDDIR)" >&2
-    exit 1
-fi
-OMPI_DIR=$(ompi_info --path pkglibdir --parsable 2>/dev/null | sed -n 's/^path:pkglibdir://p')
-[ -n "$OMPI_DIR" ] || OMPI_DIR=/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+. "$here/lib-bench.sh"
+bench_mpi_env bench-scale.sh       # COMP, OMPI_DIR; the component path is set again below
 export NETNS_MPIRUN_TIMEOUT="${BENCH_TIMEOUT:-300}"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench-scale.XXXXXX") || exit 1

@@ -1,6 +1,6 @@
 # lib-bench.sh - sourced by the MPI benchmark scripts (bench-mpi.sh,
-# bench-oversub.sh): mpirun with the siwarp BTL of the build tree beside
-# Open MPI's own plugins.
+# bench-oversub.sh, bench-scale.sh): mpirun with the siwarp BTL of the
+# build tree beside Open MPI's own plugins.
 #
 # bench_mpi_env NAME: BUILDDIR's btl_siwarp/.libs ahead of Open MPI's
 # plugin directory (the .libs holds only the .so: a directory with the .la
