@@ -99,15 +99,14 @@ void swp_pt_serve_others(struct siwarp_ctx *self)
 
         if (c == self || pthread_mutex_trylock(&c->lock) != 0)
             continue;
+        /* in the registry, c has its thread (swp_pt_stop leaves it first) */
         pushes = c->cq_pushes;
-        if (c->pt && !c->in_recv_handler) {
-            (void)swp_progress_all_locked(c);   /* its owner sees errors itself */
-            /* what this pass took off a socket no longer makes the
-             * context's fd readable: kick it for an owner asleep on it */
-            if (c->cq_pushes != pushes && c->fd_exported)
-                swp_ctx_kick(c);
-            c->pt->st.served_by_others++;
-        }
+        (void)swp_progress_all_locked(c);   /* its owner sees errors itself */
+        /* what this pass took off a socket no longer makes the context's
+         * fd readable: kick it for an owner asleep on it */
+        if (c->cq_pushes != pushes && c->fd_exported)
+            swp_ctx_kick(c);
+        c->pt->st.served_by_others++;
         pthread_mutex_unlock(&c->lock);
     }
     pthread_mutex_unlock(&swp_pt_all_lock);

@@ -467,10 +467,9 @@ int swp_tx_direct_send(struct siwarp_qp *qp, const struct siwarp_send_wr *wr)
      * P2P RTR's Read (RFC 6581 6) sits in the ORQ without one. */
     if ((wr->send_flags & SIWARP_SEND_FENCE) && swp_ring_count(&qp->orqr))
         return 0;
-    /* a second post before progress ran, or one that asked to wait:
-     * swp_tx_post may hold it back */
-    if (qp->init.tx_coalesce &&
-        (qp->tx_epoch == ctx->epoch || (wr->send_flags & SIWARP_SEND_HOLD)))
+    /* a second post before progress ran (or SIWARP_SEND_HOLD, which
+     * siwarp_post_send makes look like one): swp_tx_post may hold it back */
+    if (qp->init.tx_coalesce && qp->tx_epoch == ctx->epoch)
         return 0;
     for (int i = 0; i < wr->num_sge; i++)
         len += wr->sg_list[i].length;

@@ -210,14 +210,15 @@ int siwarp_post_send(struct siwarp_qp *qp, struct siwarp_send_wr *wr,
      * thread that took it for away woke on every credit and ACK and fought
      * it for the lock (tag_bw 16 KiB: 3,700 context switches in 0.23 s) */
     swp_app_progress(qp->ctx);
+    /* SIWARP_SEND_HOLD: as if a post had gone before it in this epoch, so
+     * that the direct path declines it and swp_tx_post holds it back
+     * (coalescing only) */
+    if ((wr->send_flags & SIWARP_SEND_HOLD) && qp->init.tx_coalesce)
+        qp->tx_epoch = qp->ctx->epoch;
     if (!wr->next && (rc = swp_tx_direct_send(qp, wr)) > 0) {
         swp_unlock(qp->ctx);
         return rc == 2 ? 1 : 0;
     }
-    /* SIWARP_SEND_HOLD: as if a post had gone before it in this epoch,
-     * so that swp_tx_post holds it back (coalescing only) */
-    if ((wr->send_flags & SIWARP_SEND_HOLD) && qp->init.tx_coalesce)
-        qp->tx_epoch = qp->ctx->epoch;
     for (; wr; wr = wr->next) {
         rc = swp_post_one_send(qp, wr);
         if (rc < 0) {
