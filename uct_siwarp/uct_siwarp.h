@@ -229,7 +229,6 @@ struct uct_siwarp_ep {
     int               state;
     ucs_list_link_t   list;
     ucs_queue_head_t  pending_q;
-    unsigned          tx_avail;          /* free send queue slots */
     int               unflushed;         /* posted since the last flush Read */
     int               fence;             /* next WR waits for earlier Reads */
     int               dispatching;       /* pending requests are being called */
@@ -237,8 +236,8 @@ struct uct_siwarp_ep {
     ucs_status_t      fail_status;       /* FAILED: why */
     int               fail_reported;     /* uct_iface_handle_ep_err called */
     uint64_t          gen;               /* unique in its iface (uct_siwarp_op_t.ep_gen) */
-    uint64_t          tx_posted;         /* signaled WRs posted, ever */
-    uint64_t          tx_completed;      /* ... and completed */
+    uint64_t          tx_posted;         /* signaled WRs posted, ever (tx_depth at */
+    uint64_t          tx_completed;      /* most outstanding), and completed */
     uct_siwarp_op_t   *flush_wait;       /* FLUSH_WAIT ops, oldest first (op->next) */
     uct_siwarp_op_t   *flush_wait_tail;
 };

@@ -310,6 +310,8 @@ static unsigned uct_siwarp_conn_recv(uct_siwarp_conn_t *conn, const struct siwar
 /* One completion of the connection's QP. */
 unsigned uct_siwarp_conn_handle(uct_siwarp_conn_t *conn, const struct siwarp_wc *wc)
 {
+    /* the ep sending on it (not one that reserved it for a merge) */
+    uct_siwarp_ep_t *ep = ((conn->ep != NULL) && (conn->ep->conn == conn)) ? conn->ep : NULL;
     uct_siwarp_op_t *op;
 
     if (wc->opcode == SIWARP_WC_RECV) {
@@ -323,16 +325,15 @@ unsigned uct_siwarp_conn_handle(uct_siwarp_conn_t *conn, const struct siwarp_wc 
         return 0;
     }
     op = (uct_siwarp_op_t*)(uintptr_t)wc->wr_id;
-    if ((conn->ep != NULL) && (conn->ep->conn == conn) &&
-        ((op == NULL) || (op->ep_gen == conn->ep->gen))) {
-        uct_siwarp_ep_tx_done(conn->ep, wc);
+    if ((ep != NULL) && ((op == NULL) || (op->ep_gen == ep->gen))) {
+        uct_siwarp_ep_tx_done(ep, wc);
         return 1;
     }
     /* work of an ep that was destroyed before it completed: its slot comes
      * back, its completion and follow-up steps go with the ep (the caller
      * may have freed what they name) */
-    if ((conn->ep != NULL) && (conn->ep->conn == conn)) {
-        uct_siwarp_ep_slot_back(conn->ep);
+    if (ep != NULL) {
+        uct_siwarp_ep_slot_back(ep);
     } else if (conn->orphans > 0) {
         conn->orphans--;
     }

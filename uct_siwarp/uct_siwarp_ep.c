@@ -17,6 +17,18 @@ static uct_siwarp_iface_t *ep_iface(uct_siwarp_ep_t *ep)
     return ucs_derived_of(ep->super.super.iface, uct_siwarp_iface_t);
 }
 
+/* Signaled WRs of the ep (and those an earlier ep left on its connection)
+ * not completed yet: the send queue slots it holds */
+static uint64_t ep_outstanding(const uct_siwarp_ep_t *ep)
+{
+    return ep->tx_posted - ep->tx_completed;
+}
+
+static int ep_tx_free(uct_siwarp_ep_t *ep)
+{
+    return ep_outstanding(ep) < ep_iface(ep)->config.tx_depth;
+}
+
 void uct_siwarp_ep_set_failed(uct_siwarp_ep_t *ep, ucs_status_t status)
 {
     if (ep->state != UCT_SIWARP_EP_FAILED) {
@@ -62,7 +74,7 @@ unsigned uct_siwarp_ep_report_failures(uct_siwarp_iface_t *iface)
 
 int uct_siwarp_ep_has_room(uct_siwarp_ep_t *ep)
 {
-    return (ep->tx_avail > 0) && (ep->merge_to == NULL) &&
+    return ep_tx_free(ep) && (ep->merge_to == NULL) &&
            (ep->dispatching || ucs_queue_is_empty(&ep->pending_q));
 }
 
@@ -116,7 +128,6 @@ ucs_status_t uct_siwarp_ep_post(uct_siwarp_ep_t *ep, struct siwarp_send_wr *wr)
     if (rc == 1) {
         return UCS_OK;
     }
-    ep->tx_avail--;
     ep->tx_posted++;
     return UCS_INPROGRESS;
 }
@@ -179,7 +190,6 @@ static ucs_status_t uct_siwarp_ep_flush_read(uct_siwarp_ep_t *ep, uct_completion
         status = (siwarp_post_send(ep->conn->qp, &wr, &bad) < 0) ? UCS_ERR_NO_RESOURCE :
                  UCS_INPROGRESS;
         if (status == UCS_INPROGRESS) {
-            ep->tx_avail--;
             ep->tx_posted++;
         }
     } else {
@@ -194,16 +204,15 @@ static ucs_status_t uct_siwarp_ep_flush_read(uct_siwarp_ep_t *ep, uct_completion
 }
 
 /* The ep sends on conn from now on.  WRs an ep that left posted there
- * (conn->orphans) still hold send queue slots: they come out of this one's
- * tx_avail, and their completions give them back (uct_siwarp_conn_handle). */
+ * (conn->orphans) still hold send queue slots: they count as this one's
+ * outstanding WRs, and complete first (the queue completes in order), so a
+ * flush waits for them too (uct_siwarp_conn_handle). */
 static void uct_siwarp_ep_attach(uct_siwarp_ep_t *ep, uct_siwarp_conn_t *conn)
 {
-    conn->ep         = ep;
-    ep->conn         = conn;
-    ep->tx_avail     = ep_iface(ep)->config.tx_depth - conn->orphans;
-    /* the orphans complete first (in order): a flush waits for them too */
-    ep->tx_posted   += conn->orphans;
-    conn->orphans    = 0;
+    conn->ep       = ep;
+    ep->conn       = conn;
+    ep->tx_posted += conn->orphans;
+    conn->orphans  = 0;
 }
 
 /* Move the ep to the connection its peer opened (uct_siwarp_conn.c):
@@ -212,10 +221,9 @@ static void uct_siwarp_ep_attach(uct_siwarp_ep_t *ep, uct_siwarp_conn_t *conn)
  * one can overtake it.  Until then it takes no new work (has_room). */
 unsigned uct_siwarp_ep_merge_progress(uct_siwarp_ep_t *ep)
 {
-    uct_siwarp_iface_t *iface = ep_iface(ep);
-    uct_siwarp_conn_t *old    = ep->conn;
+    uct_siwarp_conn_t *old = ep->conn;
 
-    if ((ep->state == UCT_SIWARP_EP_FAILED) || (ep->tx_avail != iface->config.tx_depth) ||
+    if ((ep->state == UCT_SIWARP_EP_FAILED) || ep_outstanding(ep) ||
         ep->xor_inflight) {
         return 0;
     }
@@ -239,7 +247,7 @@ unsigned uct_siwarp_ep_merge_progress(uct_siwarp_ep_t *ep)
 void uct_siwarp_ep_conn_failed(uct_siwarp_ep_t *ep)
 {
     uct_siwarp_conn_t *conn = ep->conn;
-    int idle = (ep->tx_avail == ep_iface(ep)->config.tx_depth) &&
+    int idle = !ep_outstanding(ep) &&
                ucs_queue_is_empty(&ep->pending_q);
 
     if (ep->state == UCT_SIWARP_EP_FAILED) {
@@ -288,7 +296,6 @@ static void uct_siwarp_ep_flush_wait_done(uct_siwarp_ep_t *ep)
  * one an earlier ep left there (counted in at uct_siwarp_ep_attach). */
 void uct_siwarp_ep_slot_back(uct_siwarp_ep_t *ep)
 {
-    ep->tx_avail++;
     ep->tx_completed++;
     if (ep->flush_wait != NULL) {
         uct_siwarp_ep_flush_wait_done(ep);
@@ -680,8 +687,7 @@ static ucs_status_t uct_siwarp_ep_flush_wait(uct_siwarp_ep_t *ep, uct_completion
  * atomic of this ep was placed or executed remotely. */
 ucs_status_t uct_siwarp_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp)
 {
-    uct_siwarp_ep_t *ep       = ucs_derived_of(tl_ep, uct_siwarp_ep_t);
-    uct_siwarp_iface_t *iface = ep_iface(ep);
+    uct_siwarp_ep_t *ep = ucs_derived_of(tl_ep, uct_siwarp_ep_t);
 
     if (ep->state == UCT_SIWARP_EP_FAILED) {
         return (flags & UCT_FLUSH_FLAG_CANCEL) ? UCS_OK : ep->fail_status;
@@ -693,7 +699,7 @@ ucs_status_t uct_siwarp_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_
         return UCS_ERR_NO_RESOURCE;
     }
     if (!ep->unflushed) {
-        if (ep->tx_avail == iface->config.tx_depth) {
+        if (!ep_outstanding(ep)) {
             return UCS_OK;
         }
         if (comp == NULL) {
@@ -741,7 +747,7 @@ unsigned uct_siwarp_ep_progress_pending(uct_siwarp_ep_t *ep)
         uct_siwarp_ep_check_connected(ep);
     }
     ep->dispatching = 1;
-    uct_pending_queue_dispatch(priv, &ep->pending_q, (ep->tx_avail > 0) && (++count > 0));
+    uct_pending_queue_dispatch(priv, &ep->pending_q, ep_tx_free(ep) && (++count > 0));
     ep->dispatching = 0;
     return count;
 }
@@ -769,7 +775,6 @@ static UCS_CLASS_INIT_FUNC(uct_siwarp_ep_t, const uct_ep_params_t *params)
     }
 
     memset((char*)self + sizeof(self->super), 0, sizeof(*self) - sizeof(self->super));
-    self->tx_avail = iface->config.tx_depth;
     self->gen      = ++iface->ep_gen;
     ucs_queue_head_init(&self->pending_q);
 
@@ -823,7 +828,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_siwarp_ep_t)
      * this one's work in flight: it may carry the peer's ep too, which must
      * not fail because this side let go of its own (UCT drops what a
      * destroyed ep left unflushed; uct_siwarp_conn_handle frees it) */
-    conn->orphans = iface->config.tx_depth - self->tx_avail;
+    conn->orphans = (unsigned)ep_outstanding(self);
 }
 
 UCS_CLASS_DEFINE(uct_siwarp_ep_t, uct_base_ep_t);
