@@ -187,7 +187,10 @@ verdict() {
             tap ok "$id: $kind $(sed -n "s/^$id [a-z]* //p" "$SHARE/run/steps") ($ms ms; row:$row)"
         else
             tap "not ok" "$id: $kind (guest rc $rc, host rc $hrc, $dev siw0 contexts; $ms ms)"
-            tail -15 "$log" | sed 's/^/#   /'
+            # the lines that say why first (a summary may keep only a few),
+            # then the end of the log without perftest's table
+            { grep -E "^SIWUCT: server rc|rror|ERR|[Ff]ail|[Aa]bort|[Ss]ignal|[Cc]losed" "$log" | head -8
+              grep -vE '^[|+]' "$log" | tail -25; } | sed 's/^/#   /'
         fi ;;
     esac
 }
