@@ -122,6 +122,11 @@ typedef struct uct_siwarp_iface_config {
  * op's address */
 #define UCT_SIWARP_WRID_CONN ((uint64_t)1)
 
+/* am_id of a Send that is not an AM for UCT (UCT's ids are below
+ * UCT_AM_ID_MAX): the sender's ep moved off this connection to its twin
+ * and sends nothing more on it (uct_siwarp_conn.c, "two eps at once") */
+#define UCT_SIWARP_AM_LEFT 0xff
+
 /* Kinds of signaled work request, named by the op in its wr_id. */
 enum {
     UCT_SIWARP_OP_TX,        /* zcopy Send / Write / Read: a completion to call */
@@ -257,6 +262,9 @@ struct uct_siwarp_conn {
     int               state;
     int               verified;          /* acceptor: the first Send proved the key */
     int               error;             /* FAILED: 0 for an orderly close by the peer */
+    int               left;              /* our ep moved off it: no ep of ours takes it */
+    int               peer_left;         /* the peer's did (UCT_SIWARP_AM_LEFT): it closes
+                                          * once none of ours sends on it */
     struct sockaddr_in peer_addr;        /* the peer iface's listener */
     uint8_t           peer_secret[UCT_SIWARP_SECRET_LEN];
     int               peer_known;        /* acceptor: src_mac checked with peer_secret */
@@ -298,6 +306,8 @@ uct_siwarp_conn_t *uct_siwarp_conn_find(uct_siwarp_iface_t *iface, const struct 
                                         const uint8_t *peer_secret);
 void uct_siwarp_conn_report(uct_siwarp_conn_t *conn);
 uct_siwarp_conn_t *uct_siwarp_conn_merge_target(uct_siwarp_conn_t *conn);
+int uct_siwarp_conn_send_left(uct_siwarp_conn_t *conn);
+void uct_siwarp_conn_retire(uct_siwarp_conn_t *conn);
 
 /* cm */
 ucs_status_t uct_siwarp_listen(uct_siwarp_iface_t *iface);

@@ -17,6 +17,12 @@
  * (uct_siwarp_conn_merge_target), and the other end's ep moves to it once
  * a flush Read proved that all it sent on its own arrived
  * (uct_siwarp_ep_merge_progress): no message overtakes an earlier one.
+ * The end that moved does not close the connection it left: an ep of the
+ * lower end may already send on it (taken as the peer's connection before
+ * the twin was opened, by a second ep of that end).  It says so with a
+ * Send that is no AM (UCT_SIWARP_AM_LEFT), and the lower end, which alone
+ * knows whether an ep of its own is on it, closes it once none is
+ * (uct_siwarp_conn_retire).  Neither end puts an ep on it again.
  *
  * Each end posts its receive buffers before the connection comes up and
  * names its credit word in the MPA private data.  iWARP has no
@@ -288,6 +294,19 @@ static unsigned uct_siwarp_conn_recv(uct_siwarp_conn_t *conn, const struct siwar
         return 0;
     }
     hdr = (const uct_siwarp_am_hdr_t*)buf;
+    if (hdr->am_id == UCT_SIWARP_AM_LEFT) {
+        /* the peer's ep moved to the twin; ours decides (above) */
+        conn->peer_left = 1;
+        conn->consumed++;
+        uct_siwarp_conn_retire(conn);
+        if (conn->state != UCT_SIWARP_CONN_FAILED) {
+            rc = uct_siwarp_conn_post_recv(conn, (unsigned)wc->wr_id);
+            if (rc < 0) {
+                ucs_error("siwarp: reposting a receive buffer: %s", strerror(-rc));
+            }
+        }
+        return 1;
+    }
     if (hdr->am_id >= UCT_AM_ID_MAX) {
         siwarp_qp_to_error(conn->qp);
         uct_siwarp_conn_set_failed(conn, -EPROTO,
@@ -336,6 +355,7 @@ unsigned uct_siwarp_conn_handle(uct_siwarp_conn_t *conn, const struct siwarp_wc 
         uct_siwarp_ep_slot_back(ep);
     } else if (conn->orphans > 0) {
         conn->orphans--;
+        uct_siwarp_conn_retire(conn);
     }
     if (op != NULL) {
         uct_siwarp_op_put(conn->iface, op);
@@ -381,7 +401,7 @@ static uct_siwarp_conn_t *uct_siwarp_conn_lookup(uct_siwarp_iface_t *iface,
 
     ucs_list_for_each(conn, &iface->conns, list) {
         if ((conn->ep != NULL) || (conn->state == UCT_SIWARP_CONN_FAILED) ||
-            (accepted_only && conn->initiator) ||
+            conn->left || conn->peer_left || (accepted_only && conn->initiator) ||
             (conn->peer_addr.sin_addr.s_addr != peer->sin_addr.s_addr) ||
             (conn->peer_addr.sin_port != peer->sin_port)) {
             continue;
@@ -439,4 +459,49 @@ uct_siwarp_conn_t *uct_siwarp_conn_merge_target(uct_siwarp_conn_t *conn)
         return NULL;
     }
     return uct_siwarp_conn_find_accepted(iface, &conn->peer_addr, conn->peer_secret);
+}
+
+/* Tell the peer that our ep moved off conn (UCT_SIWARP_AM_LEFT): a Send,
+ * so it takes one of the peer's receive buffers like an AM.  Unsignaled,
+ * the connection's own; a failure shows as the connection's.  0 when
+ * posted, -EAGAIN while the peer has no buffer for it, or what the post
+ * said. */
+int uct_siwarp_conn_send_left(uct_siwarp_conn_t *conn)
+{
+    uct_siwarp_am_hdr_t hdr = { .am_id = UCT_SIWARP_AM_LEFT };
+    struct siwarp_sge sge   = { .addr = &hdr, .length = sizeof(hdr) };
+    struct siwarp_send_wr wr = {
+        .wr_id      = UCT_SIWARP_WRID_CONN,
+        .sg_list    = &sge,
+        .num_sge    = 1,
+        .opcode     = SIWARP_WR_SEND,
+        .send_flags = SIWARP_SEND_INLINE,
+    };
+    struct siwarp_send_wr *bad;
+    uint64_t consumed = *(volatile uint64_t*)conn->credit_word;
+    int rc;
+
+    if (conn->am_sent - consumed >= conn->peer_rx_depth) {
+        return -EAGAIN;
+    }
+    rc = siwarp_post_send(conn->qp, &wr, &bad);
+    if (rc < 0) {
+        return rc;
+    }
+    conn->am_sent++;
+    conn->left = 1;
+    return 0;
+}
+
+/* The peer left conn: close it once no ep of ours sends on it and no WR
+ * an ep of ours left there is still out (the orderly close tells the
+ * peer, which destroys its side as a connection without an ep). */
+void uct_siwarp_conn_retire(uct_siwarp_conn_t *conn)
+{
+    if (conn->peer_left && (conn->ep == NULL) && (conn->orphans == 0) &&
+        (conn->state != UCT_SIWARP_CONN_FAILED)) {
+        ucs_debug("siwarp: connection from %s on %s: the peer moved to its twin, closed",
+                  conn->peer, conn->iface->if_name);
+        uct_siwarp_conn_set_failed(conn, 0, NULL);   /* reaped after this poll batch */
+    }
 }

@@ -232,14 +232,28 @@ unsigned uct_siwarp_ep_merge_progress(uct_siwarp_ep_t *ep)
          * failure tried again at the next progress */
         return uct_siwarp_ep_flush_read(ep, NULL, 1) == UCS_INPROGRESS;
     }
-    /* nothing of the ep is in flight on the old connection (or it never
-     * came up): the peer keeps its own, and sees this one close */
+    /* nothing of the ep is in flight on the old connection.  One that is
+     * up stays: an ep of the peer may send on it, and the peer closes it
+     * when none does (uct_siwarp_conn.c); one that never came up cannot
+     * carry a peer's ep (the peer takes only verified connections) */
+    if (old->state == UCT_SIWARP_CONN_UP) {
+        int rc = uct_siwarp_conn_send_left(old);
+
+        if (rc == -EAGAIN || rc == -ENOMEM) {
+            return 0;      /* no receive buffer or send slot yet: next progress */
+        } else if (rc < 0) {
+            uct_siwarp_conn_set_failed(old, rc, "telling the peer that the ep moved");
+            return 0;      /* the ep failed with it */
+        }
+    }
     ucs_debug("siwarp: ep %p to %s moves to the connection the peer opened", ep, old->peer);
     old->ep      = NULL;
     uct_siwarp_ep_attach(ep, ep->merge_to);
     ep->merge_to = NULL;
     ep->state    = UCT_SIWARP_EP_CONNECTED;
-    uct_siwarp_conn_destroy(old);
+    if (old->state != UCT_SIWARP_CONN_UP) {
+        uct_siwarp_conn_destroy(old);
+    }
     return 1;
 }
 
@@ -829,6 +843,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_siwarp_ep_t)
      * not fail because this side let go of its own (UCT drops what a
      * destroyed ep left unflushed; uct_siwarp_conn_handle frees it) */
     conn->orphans = (unsigned)ep_outstanding(self);
+    uct_siwarp_conn_retire(conn);    /* unless the peer left it before */
 }
 
 UCS_CLASS_DEFINE(uct_siwarp_ep_t, uct_base_ep_t);

@@ -10,6 +10,7 @@
 
 #include <siwarp/siwarp.h>
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -101,18 +102,23 @@ static uct_ep_h make_ep(side_t *from, side_t *to)
     return (uct_ep_create(&p, &ep) == UCS_OK) ? ep : NULL;
 }
 
-/* n AMs numbered from first; 0 if all went */
-static int send_seq(uct_ep_h ep, unsigned first, unsigned n)
+/* n AMs of id numbered from first; 0 if all went */
+static int send_seq_id(uct_ep_h ep, uint8_t id, unsigned first, unsigned n)
 {
     ucs_status_t st;
 
     for (unsigned i = first; i < first + n; i++) {
-        RETRY(st, uct_ep_am_short(ep, SEQ_ID, i, NULL, 0));
+        RETRY(st, uct_ep_am_short(ep, id, i, NULL, 0));
         if (st != UCS_OK) {
             return -1;
         }
     }
     return 0;
+}
+
+static int send_seq(uct_ep_h ep, unsigned first, unsigned n)
+{
+    return send_seq_id(ep, SEQ_ID, first, n);
 }
 
 /* Connections are sockets of this process on libsiwarp's software stack
@@ -194,6 +200,26 @@ static void test_left_in_flight(side_t *a, side_t *b, uct_ep_h ep_ab, seq_t *at_
     }
 }
 
+/* The order of the merge rule (uct_siwarp_conn_merge_target): the device
+ * address (IPv4, network order) then the iface address's first field, its
+ * listener port (network order), as uct_siwarp.h lays them out */
+static uint64_t addr_rank(const side_t *s)
+{
+    uint32_t ip;
+    uint16_t port;
+
+    memcpy(&ip, s->dev_addr, sizeof(ip));
+    memcpy(&port, s->iface_addr, sizeof(port));
+    return ((uint64_t)ntohl(ip) << 16) | ntohs(port);
+}
+
+static void close_side(side_t *s)
+{
+    uct_iface_close(s->iface);
+    free(s->dev_addr);
+    free(s->iface_addr);
+}
+
 /* C and D make eps to each other before either connection is up: the
  * pair ends on one connection, and the AMs each sent on either arrive in
  * order */
@@ -235,12 +261,76 @@ static void test_simultaneous(uct_md_h md, uct_iface_config_t *cfg, const char *
     if (ep_dc != NULL) {
         uct_ep_destroy(ep_dc);
     }
-    uct_iface_close(c.iface);
-    uct_iface_close(d.iface);
-    free(c.dev_addr);
-    free(c.iface_addr);
-    free(d.dev_addr);
-    free(d.iface_addr);
+    close_side(&c);
+    close_side(&d);
+}
+
+/* H (the higher address) opened the pair's first connection; L's first ep
+ * took it, and L's second ep, finding it taken, opened the twin.  H's ep
+ * then moves to the twin, which L opened: the connection it leaves must
+ * stay for L's first ep (its sends, its flush), and close when that ep
+ * goes */
+static void test_crossed(uct_md_h md, uct_iface_config_t *cfg, const char *dev)
+{
+    seq_t at_h = { 0 }, at_h2 = { 0 }, at_l = { 0 };
+    side_t c, d, *h, *l;
+    uct_ep_h ep_hl = NULL, ep_lh1 = NULL, ep_lh2 = NULL;
+    int base, ok;
+
+    if (open_side(md, cfg, dev, &c) < 0 || open_side(md, cfg, dev, &d) < 0) {
+        check(0, "crossed eps: open two more ifaces");
+        return;
+    }
+    h = (addr_rank(&c) > addr_rank(&d)) ? &c : &d;
+    l = (h == &c) ? &d : &c;
+    base = count_sockets();
+    uct_iface_set_am_handler(h->iface, SEQ_ID, seq_cb, &at_h, 0);
+    uct_iface_set_am_handler(h->iface, SEQ_ID + 1, seq_cb, &at_h2, 0);
+    uct_iface_set_am_handler(l->iface, SEQ_ID, seq_cb, &at_l, 0);
+
+    ep_hl = make_ep(h, l);
+    ok = ep_hl != NULL && send_seq(ep_hl, 0, 10) == 0 && wait_seq(&at_l, 10) == 0;
+    if (ok) {
+        ep_lh1 = make_ep(l, h);                 /* takes H's connection */
+        ok = ep_lh1 != NULL && send_seq(ep_lh1, 0, 10) == 0 && wait_seq(&at_h, 10) == 0;
+    }
+    if (ok) {
+        ep_lh2 = make_ep(l, h);                 /* opens the twin */
+        ok = ep_lh2 != NULL;
+    }
+    check(ok, "crossed eps: H's ep, then L's on H's connection, then L's second on a new one");
+    if (ok) {
+        /* H's stream straddles its move; L's first ep sends on what H left */
+        check(send_seq_id(ep_lh2, SEQ_ID + 1, 0, 10) == 0 && wait_seq(&at_h2, 10) == 0 &&
+              send_seq(ep_hl, 10, SEQ_N) == 0 && wait_seq(&at_l, SEQ_N + 10) == 0 &&
+              at_l.bad == 0, "crossed eps: H's 2000 AMs arrive in order across its move");
+        check(send_seq(ep_lh1, 10, SEQ_N) == 0 && wait_seq(&at_h, SEQ_N + 10) == 0 &&
+              at_h.bad == 0 && flush_ep(ep_lh1) == UCS_OK,
+              "crossed eps: L's first ep still sends and flushes on the connection H left");
+        check(send_seq_id(ep_lh2, SEQ_ID + 1, 10, 100) == 0 && wait_seq(&at_h2, 110) == 0 && at_h2.bad == 0 &&
+              flush_ep(ep_lh2) == UCS_OK && flush_ep(ep_hl) == UCS_OK,
+              "crossed eps: L's second ep and H's ep send and flush on the twin");
+        check_sockets(count_sockets() == base + 4,
+                      "crossed eps: both connections stay while L's first ep is on H's");
+        uct_ep_destroy(ep_lh1);
+        ep_lh1 = NULL;
+        check_sockets(wait_sockets(base + 2) == 0,
+                      "crossed eps: L's first ep gone, the connection H left closes");
+        check(send_seq(ep_hl, SEQ_N + 10, 10) == 0 && wait_seq(&at_l, SEQ_N + 20) == 0 &&
+              at_l.bad == 0 && flush_ep(ep_hl) == UCS_OK && flush_ep(ep_lh2) == UCS_OK,
+              "crossed eps: after that close, H's ep and L's second still send and flush");
+    }
+    if (ep_hl != NULL) {
+        uct_ep_destroy(ep_hl);
+    }
+    if (ep_lh1 != NULL) {
+        uct_ep_destroy(ep_lh1);
+    }
+    if (ep_lh2 != NULL) {
+        uct_ep_destroy(ep_lh2);
+    }
+    close_side(&c);
+    close_side(&d);
 }
 
 void test_conn(uct_md_h md, uct_iface_config_t *cfg, const char *dev, side_t *a, side_t *b,
@@ -259,4 +349,5 @@ void test_conn(uct_md_h md, uct_iface_config_t *cfg, const char *dev, side_t *a,
     test_reverse(a, b, ep_ab, &at_a, &at_b);
     test_left_in_flight(a, b, ep_ab, &at_a, &at_b, src, dst);
     test_simultaneous(md, cfg, dev);
+    test_crossed(md, cfg, dev);
 }
