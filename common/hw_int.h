@@ -72,6 +72,7 @@ static inline struct swp_hw_qp *swp_hwq(const struct siwarp_qp *q) { return q->h
 /* hw_verbs.c */
 uint32_t swp_hw_lkey(struct swp_hw_ctx *h, uint32_t stag);   /* STag -> lkey */
 void swp_hw_cq_events(struct siwarp_cq *cq);
+void swp_hw_cq_stash(struct siwarp_cq *cq);
 /* wait up to timeout_ms for the event channel or fd (may be -1); unlocked */
 int  swp_hw_wait_fd(struct siwarp_ctx *ctx, int fd, int timeout_ms);
 

@@ -107,9 +107,14 @@ static void swp_hw_release_id(struct siwarp_qp *qp)
 
     if (!q->id)
         return;
-    if (q->ibqp)
+    if (q->ibqp) {
         rdma_destroy_qp(q->id);
-    q->ibqp = NULL;
+        q->ibqp = NULL;
+        /* none of its completions may outlive its number (swp_hw_cq_stash) */
+        swp_hw_cq_stash(qp->scq);
+        if (qp->rcq != qp->scq)
+            swp_hw_cq_stash(qp->rcq);
+    }
     rdma_destroy_id(q->id);
     q->id = NULL;
 }

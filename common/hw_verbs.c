@@ -460,6 +460,52 @@ static struct siwarp_qp *swp_hw_qp_of(struct siwarp_ctx *ctx, uint32_t qpn)
     return NULL;
 }
 
+/* A verbs completion as libsiwarp's, into w; 0 if its QP is gone (its
+ * completion is dropped), else 1. */
+static int swp_hw_wc_of(struct siwarp_ctx *ctx, const struct ibv_wc *iwc, struct siwarp_wc *w)
+{
+    struct siwarp_qp *qp = swp_hw_qp_of(ctx, iwc->qp_num);
+
+    if (!qp)
+        return 0;
+    memset(w, 0, sizeof(*w));
+    w->wr_id = iwc->wr_id;
+    w->status = (unsigned)iwc->status < sizeof(swp_hw_status) ?
+                swp_hw_status[iwc->status] : SIWARP_WC_GENERAL_ERR;
+    if (iwc->status != IBV_WC_SUCCESS && iwc->status != IBV_WC_GENERAL_ERR &&
+        w->status == SIWARP_WC_SUCCESS)
+        w->status = SIWARP_WC_GENERAL_ERR;      /* a hole in the table */
+    w->opcode = swp_hw_opcode(iwc->opcode);
+    w->byte_len = iwc->byte_len;
+    if (iwc->wc_flags & IBV_WC_WITH_INV) {
+        w->wc_flags |= SIWARP_WC_WITH_INV;
+        w->invalidated_stag = iwc->invalidated_rkey;
+    }
+    w->vendor_err = iwc->status == IBV_WC_SUCCESS ? 0 : iwc->vendor_err;
+    w->qp = qp;
+    return 1;
+}
+
+/* Locked, when a QP's verbs QP was just destroyed: everything its CQ
+ * holds moves to cq's ring, translated while the QPs it names are known
+ * by number.  The device may give that QP's number to the next QP made
+ * (siw does at once), and a completion of the old one still queued --
+ * the flush of its receive buffers -- would be taken for the new one's. */
+void swp_hw_cq_stash(struct siwarp_cq *cq)
+{
+    struct swp_hw_cq *c = cq->hw;
+    struct ibv_wc iw[16];
+    struct siwarp_wc w;
+    int k;
+
+    do {
+        k = ibv_poll_cq(c->cq, 16, iw);
+        for (int i = 0; i < k; i++)
+            if (swp_hw_wc_of(cq->ctx, &iw[i], &w))
+                swp_cq_push(cq, &w);      /* a failure is counted (overflows) */
+    } while (k == 16);
+}
+
 /* Poll the verbs CQ into wc[]; completions of destroyed QPs are dropped. */
 static int swp_hw_poll_verbs(struct siwarp_cq *cq, int n, struct siwarp_wc *wc)
 {
@@ -473,26 +519,7 @@ static int swp_hw_poll_verbs(struct siwarp_cq *cq, int n, struct siwarp_wc *wc)
         if (k < 0)
             return got ? got : -EIO;
         for (int i = 0; i < k; i++) {
-            struct siwarp_qp *qp = swp_hw_qp_of(cq->ctx, iw[i].qp_num);
-            struct siwarp_wc *w = &wc[got];
-            if (!qp)
-                continue;
-            memset(w, 0, sizeof(*w));
-            w->wr_id = iw[i].wr_id;
-            w->status = (unsigned)iw[i].status < sizeof(swp_hw_status) ?
-                        swp_hw_status[iw[i].status] : SIWARP_WC_GENERAL_ERR;
-            if (iw[i].status != IBV_WC_SUCCESS && iw[i].status != IBV_WC_GENERAL_ERR &&
-                w->status == SIWARP_WC_SUCCESS)
-                w->status = SIWARP_WC_GENERAL_ERR;      /* a hole in the table */
-            w->opcode = swp_hw_opcode(iw[i].opcode);
-            w->byte_len = iw[i].byte_len;
-            if (iw[i].wc_flags & IBV_WC_WITH_INV) {
-                w->wc_flags |= SIWARP_WC_WITH_INV;
-                w->invalidated_stag = iw[i].invalidated_rkey;
-            }
-            w->vendor_err = iw[i].status == IBV_WC_SUCCESS ? 0 : iw[i].vendor_err;
-            w->qp = qp;
-            got++;
+            got += swp_hw_wc_of(cq->ctx, &iw[i], &wc[got]);
         }
         if (k < want)
             break;
