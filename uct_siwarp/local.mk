@@ -16,7 +16,8 @@ uct_siwarp_libuct_siwarp_la_SOURCES = \
 	uct_siwarp/uct_siwarp_conn.c \
 	uct_siwarp/uct_siwarp_ep.c \
 	uct_siwarp/uct_siwarp_amo.c \
-	uct_siwarp/uct_siwarp_auth.c
+	uct_siwarp/uct_siwarp_auth.c \
+	uct_siwarp/uct_siwarp_challenge.c
 # UCX's headers first, with the build options of Debian's libuct.so.0
 uct_siwarp_libuct_siwarp_la_CPPFLAGS = -include $(top_srcdir)/uct_siwarp/ucx_abi.h \
 	-I$(UCX_SRC_DIR)/src -I$(top_srcdir)/include

@@ -54,12 +54,24 @@ typedef struct uct_siwarp_conn_pd {
     uint32_t src_ipv4;      /* Request: the initiator iface's listener, network order */
     uint16_t src_port;      /* Request: network order */
     uint16_t rx_depth;      /* receive buffers this end posted for the other */
-    uint32_t reserved;
+    uint32_t flags;         /* UCT_SIWARP_PD_F_* */
     uint8_t  nonce[UCT_SIWARP_NONCE_LEN];
     uint8_t  src_mac[UCT_SIWARP_MAC_LEN];   /* Request: HMAC(initiator's secret, ...) */
     uint8_t  mac[UCT_SIWARP_MAC_LEN];       /* last: covers everything before */
 } uct_siwarp_conn_pd_t;
 _Static_assert(sizeof(uct_siwarp_conn_pd_t) == 120, "MPA private data of uct_siwarp");
+
+/* conn_pd flags: the challenge round of a verbs acceptor
+ * (uct_siwarp_challenge.c) */
+#define UCT_SIWARP_PD_F_CHALLENGE 0x1u   /* MPA Reject: nonce is the challenge */
+#define UCT_SIWARP_PD_F_ANSWER    0x2u   /* MPA Request: nonce is the challenge answered */
+
+/* Challenges an acceptor keeps out at once (the oldest makes room) */
+#define UCT_SIWARP_CHALLENGES 64
+typedef struct uct_siwarp_challenge {
+    uint8_t    nonce[UCT_SIWARP_NONCE_LEN];
+    ucs_time_t expires;                  /* 0: free or spent */
+} uct_siwarp_challenge_t;
 
 /* The initiator's first Send on a connection: the proof of step 3. */
 typedef struct uct_siwarp_auth_fin {
@@ -209,6 +221,8 @@ typedef struct uct_siwarp_iface {
     int                    conns_dirty;
     int                    event_fd;
     uint8_t                secret[UCT_SIWARP_SECRET_LEN];   /* uct_siwarp_auth.c */
+    int                    challenge;    /* challenge every Request (uct_siwarp_challenge.c) */
+    uct_siwarp_challenge_t challenges[UCT_SIWARP_CHALLENGES];
     struct {
         size_t   seg_size;               /* Send payload incl. the prefix */
         unsigned rx_depth;
@@ -286,6 +300,9 @@ struct uct_siwarp_conn {
     int               rfc7306;
     unsigned          nbufs;             /* rx_depth, +1 for the proof on a verbs device */
     int               fin_due;           /* verbs acceptor: the proof is checked here */
+    int               answered;          /* initiator: it answered a challenge */
+    unsigned          peer_flags;        /* initiator: the iface address's flags */
+    struct siwarp_qp  *old_qp;           /* the QP a challenge refused: destroyed at reap */
     ucs_time_t        fin_deadline;      /* ... and must come by then */
     uct_siwarp_conn_pd_t req, rep;       /* the MPA exchange */
     char              peer[48];          /* address:port, for messages */
@@ -298,6 +315,7 @@ ucs_status_t uct_siwarp_status(int rc);
 /* conn */
 uct_siwarp_conn_t *uct_siwarp_conn_new(uct_siwarp_iface_t *iface, int initiator);
 void uct_siwarp_conn_destroy(uct_siwarp_conn_t *conn);
+int uct_siwarp_conn_new_qp(uct_siwarp_conn_t *conn);
 void uct_siwarp_conn_pd_fill(uct_siwarp_conn_t *conn, uct_siwarp_conn_pd_t *pd);
 unsigned uct_siwarp_conn_handle(uct_siwarp_conn_t *conn, const struct siwarp_wc *wc);
 void uct_siwarp_conn_set_failed(uct_siwarp_conn_t *conn, int error, const char *why);
@@ -336,6 +354,18 @@ void uct_siwarp_auth_fin(const uint8_t *secret, const uct_siwarp_conn_pd_t *req,
 int  uct_siwarp_auth_verify_first(void *arg, struct siwarp_qp *qp, const void *data,
                                   uint32_t len);
 void uct_siwarp_auth_warn(const uct_siwarp_iface_t *iface, const char *peer, const char *why);
+void uct_siwarp_auth_mac(const uint8_t *secret, const char label[4], const void *a,
+                         size_t alen, const void *b, size_t blen,
+                         uint8_t mac[UCT_SIWARP_MAC_LEN]);
+void uct_siwarp_auth_sign_request_macs(const uint8_t *secret, const uint8_t *own_secret,
+                                       uct_siwarp_conn_pd_t *req);
+
+/* challenge */
+void uct_siwarp_challenge_init(uct_siwarp_iface_t *iface);
+int  uct_siwarp_challenge_issue(uct_siwarp_iface_t *iface, const uct_siwarp_conn_pd_t *req,
+                                uct_siwarp_conn_pd_t *rej);
+int  uct_siwarp_challenge_spend(uct_siwarp_iface_t *iface, const uct_siwarp_conn_pd_t *req);
+int  uct_siwarp_challenge_answer(uct_siwarp_conn_t *conn, const uct_siwarp_conn_pd_t *rej);
 void uct_siwarp_auth_peer_str(const struct sockaddr_storage *ss, char *buf, size_t len);
 
 /* ep */

@@ -61,7 +61,7 @@ int uct_siwarp_auth_random(void *buf, size_t len)
 }
 
 /* HMAC(secret, label || a || b) */
-static void uct_siwarp_auth_mac(const uint8_t *secret, const char label[4], const void *a,
+void uct_siwarp_auth_mac(const uint8_t *secret, const char label[4], const void *a,
                                 size_t alen, const void *b, size_t blen,
                                 uint8_t mac[UCT_SIWARP_MAC_LEN])
 {
@@ -88,11 +88,18 @@ int uct_siwarp_auth_sign_request(const uint8_t *secret, const uint8_t *own_secre
     if (rc < 0) {
         return rc;
     }
+    uct_siwarp_auth_sign_request_macs(secret, own_secret, req);
+    return 0;
+}
+
+/* src_mac and mac over the request as it is (its nonce chosen) */
+void uct_siwarp_auth_sign_request_macs(const uint8_t *secret, const uint8_t *own_secret,
+                                       uct_siwarp_conn_pd_t *req)
+{
     uct_siwarp_auth_mac(own_secret, "SRC", req, offsetof(uct_siwarp_conn_pd_t, src_mac),
                         NULL, 0, req->src_mac);
     uct_siwarp_auth_mac(secret, "REQ", req, offsetof(uct_siwarp_conn_pd_t, mac), NULL, 0,
                         req->mac);
-    return 0;
 }
 
 /* the Request came from the iface whose secret is peer_secret */

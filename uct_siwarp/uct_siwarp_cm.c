@@ -92,6 +92,25 @@ static void uct_siwarp_accept_one(uct_siwarp_iface_t *iface, struct siwarp_conn_
         uct_siwarp_auth_warn(iface, from, "its MPA Request offers no receive buffers");
         goto reject;
     }
+    if (iface->challenge) {
+        /* a verbs acceptor takes only a Request that answers a challenge
+         * of its own (uct_siwarp_challenge.c); a first one draws one */
+        if (!(cpd.flags & UCT_SIWARP_PD_F_ANSWER)) {
+            if (uct_siwarp_challenge_issue(iface, &cpd, &rep) < 0) {
+                ucs_error("siwarp: no random nonce for a challenge: %s", strerror(errno));
+                goto reject;
+            }
+            ucs_debug("siwarp: challenging a connection request from %s on %s", from,
+                      iface->if_name);
+            siwarp_reject(req, &rep, sizeof(rep));
+            return;
+        }
+        if (uct_siwarp_challenge_spend(iface, &cpd) < 0) {
+            uct_siwarp_auth_warn(iface, from, "its MPA Request answers no live challenge of "
+                                 "this iface (a replayed request?)");
+            goto reject;
+        }
+    }
     conn = uct_siwarp_conn_new(iface, 0);
     if (conn == NULL) {
         goto reject;
@@ -169,6 +188,7 @@ ucs_status_t uct_siwarp_connect(uct_siwarp_iface_t *iface, const struct sockaddr
     }
     conn->peer_addr     = *peer;
     conn->peer_rx_depth = ia->rx_depth;
+    conn->peer_flags    = ia->flags;
     memcpy(conn->peer_secret, ia->secret, sizeof(conn->peer_secret));
     ucs_snprintf_safe(conn->peer, sizeof(conn->peer), "%s:%u", inet_ntoa(peer->sin_addr),
                       ntohs(peer->sin_port));
@@ -215,6 +235,43 @@ static int uct_siwarp_conn_send_fin(uct_siwarp_conn_t *conn)
     return siwarp_post_send(conn->qp, &wr, &bad);
 }
 
+/* Connect again with a Request that answers rej, the challenge of the
+ * Reject that refused the first.  0: under way; <0: failed (marked). */
+static int uct_siwarp_conn_answer(uct_siwarp_conn_t *conn, const uct_siwarp_conn_pd_t *rej)
+{
+    struct siwarp_conn_param p;
+    int rc = uct_siwarp_challenge_answer(conn, rej);
+
+    if (rc == -EPROTO) {
+        uct_siwarp_conn_set_failed(conn, -ECONNREFUSED, "refused (an MPA Reject that is no "
+                                   "challenge)");
+        return -ECONNREFUSED;
+    } else if (rc < 0) {
+        uct_siwarp_conn_set_failed(conn, rc, conn->answered ?
+                                   "it challenged our answer to its challenge" :
+                                   "its challenge is not signed with the key of the iface "
+                                   "address this ep was given: not that iface");
+        return rc;
+    }
+    ucs_debug("siwarp: %s challenged the connection request; answering", conn->peer);
+    rc = uct_siwarp_conn_new_qp(conn);
+    if (rc < 0) {
+        uct_siwarp_conn_set_failed(conn, rc, "a new QP for the answer to its challenge");
+        return rc;
+    }
+    uct_siwarp_conn_param(conn->iface, &p, conn->peer_flags);
+    p.private_data     = &conn->req;
+    p.private_data_len = sizeof(conn->req);
+    rc = siwarp_connect(conn->qp, (const struct sockaddr*)&conn->peer_addr,
+                        sizeof(conn->peer_addr), &p);
+    if (rc < 0) {
+        uct_siwarp_conn_set_failed(conn, rc, "connecting again with the answer to its "
+                                   "challenge");
+        return rc;
+    }
+    return 0;
+}
+
 /* Up yet?  1: RTS, the peer's words known and whether RFC 7306 was
  * negotiated; 0: not yet; <0: failed (the connection is marked, and the
  * ep on it with it). */
@@ -240,6 +297,12 @@ int uct_siwarp_conn_check_up(uct_siwarp_conn_t *conn)
     }
     if (attr.state != SIWARP_QPS_RTS) {
         rc = attr.error ? attr.error : -EIO;
+        if (attr.peer_private_data_len == sizeof(rep)) {
+            /* an MPA Reject with our private data: a verbs acceptor's
+             * challenge (uct_siwarp_challenge.c) */
+            memcpy(&rep, attr.peer_private_data, sizeof(rep));
+            return uct_siwarp_conn_answer(conn, &rep);
+        }
         ucs_snprintf_safe(why, sizeof(why), "connecting failed: %s",
                           attr.error_str[0] ? attr.error_str : strerror(-rc));
         uct_siwarp_conn_set_failed(conn, rc, why);

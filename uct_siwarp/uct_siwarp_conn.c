@@ -69,24 +69,14 @@ uct_siwarp_conn_t *uct_siwarp_conn_new(uct_siwarp_iface_t *iface, int initiator)
     /* A verbs device cannot hold an accepted connection back until its
      * first Send proved the key (siwarp_qp_verify_first_send is
      * -EOPNOTSUPP there): the proof lands in one more receive buffer and
-     * uct_siwarp_conn_recv checks it before any AM reaches UCT.  What it
-     * cannot stop: an RNIC places RDMA Writes and answers Reads of a
-     * replayed request before the missing proof fails the connection (the
-     * BTL's challenge round, btl_siwarp_auth.c, closes that gap). */
+     * uct_siwarp_conn_recv checks it before any AM reaches UCT.  Its RNIC
+     * would place the RDMA Writes of a replayed request before that, so
+     * such an acceptor takes only answers to a challenge of its own
+     * (uct_siwarp_challenge.c). */
     unsigned nbufs = iface->config.rx_depth +
                      ((!initiator && !uct_siwarp_md_is_soft(iface->md)) ? 1 : 0);
     size_t bytes   = (size_t)nbufs * iface->config.seg_size;
-    struct siwarp_qp_init_attr attr = {
-        .send_cq     = iface->cq,
-        .recv_cq     = iface->cq,
-        .max_send_wr = iface->config.tx_depth + UCT_SIWARP_CONN_SQ_SPARE,
-        .max_recv_wr = nbufs,
-        .max_sge     = iface->config.max_iov,
-        .max_inline  = (uint32_t)iface->config.seg_size,
-        .tx_coalesce = iface->config.tx_coalesce,
-    };
     uct_siwarp_conn_t *conn;
-    unsigned i;
     int rc;
 
     conn = ucs_calloc(1, sizeof(*conn), "siwarp conn");
@@ -123,18 +113,8 @@ uct_siwarp_conn_t *uct_siwarp_conn_new(uct_siwarp_iface_t *iface, int initiator)
         ucs_error("siwarp: registering receive buffers: %s", strerror(-rc));
         goto err;
     }
-    rc = siwarp_create_qp(iface->md->pd, &attr, &conn->qp);
-    if (rc < 0) {
-        ucs_error("siwarp: siwarp_create_qp: %s", strerror(-rc));
+    if (uct_siwarp_conn_new_qp(conn) < 0) {
         goto err;
-    }
-    siwarp_qp_set_context(conn->qp, conn);
-    for (i = 0; i < nbufs; i++) {
-        rc = uct_siwarp_conn_post_recv(conn, i);
-        if (rc < 0) {
-            ucs_error("siwarp: posting receive buffers: %s", strerror(-rc));
-            goto err;
-        }
     }
     return conn;
 
@@ -143,11 +123,57 @@ err:
     return NULL;
 }
 
+/* The connection's QP with every receive buffer posted: at creation, and
+ * again for the Request that answers a challenge (the refused QP goes to
+ * conn->old_qp, out of the way of completions still to be polled, and is
+ * destroyed at the next reap).  0, or a negative errno (said in the log). */
+int uct_siwarp_conn_new_qp(uct_siwarp_conn_t *conn)
+{
+    uct_siwarp_iface_t *iface = conn->iface;
+    struct siwarp_qp_init_attr attr = {
+        .send_cq     = iface->cq,
+        .recv_cq     = iface->cq,
+        .max_send_wr = iface->config.tx_depth + UCT_SIWARP_CONN_SQ_SPARE,
+        .max_recv_wr = conn->nbufs,
+        .max_sge     = iface->config.max_iov,
+        .max_inline  = (uint32_t)iface->config.seg_size,
+        .tx_coalesce = iface->config.tx_coalesce,
+    };
+    unsigned i;
+    int rc;
+
+    if (conn->qp != NULL) {
+        ucs_assert(conn->old_qp == NULL);
+        siwarp_qp_set_context(conn->qp, NULL);     /* its completions are dropped */
+        conn->old_qp       = conn->qp;
+        conn->qp           = NULL;
+        iface->conns_dirty = 1;
+    }
+    rc = siwarp_create_qp(iface->md->pd, &attr, &conn->qp);
+    if (rc < 0) {
+        ucs_error("siwarp: siwarp_create_qp: %s", strerror(-rc));
+        conn->qp = NULL;
+        return rc;
+    }
+    siwarp_qp_set_context(conn->qp, conn);
+    for (i = 0; i < conn->nbufs; i++) {
+        rc = uct_siwarp_conn_post_recv(conn, i);
+        if (rc < 0) {
+            ucs_error("siwarp: posting receive buffers: %s", strerror(-rc));
+            return rc;
+        }
+    }
+    return 0;
+}
+
 /* Closes the connection and drops its completions still queued. */
 void uct_siwarp_conn_destroy(uct_siwarp_conn_t *conn)
 {
     ucs_assert(conn->ep == NULL);
     ucs_list_del(&conn->list);
+    if (conn->old_qp != NULL) {
+        siwarp_destroy_qp(conn->old_qp);
+    }
     if (conn->qp != NULL) {
         siwarp_destroy_qp(conn->qp);
     }
@@ -259,6 +285,13 @@ static unsigned uct_siwarp_conn_recv(uct_siwarp_conn_t *conn, const struct siwar
     int rc;
 
     if (wc->status != SIWARP_WC_SUCCESS) {
+        if (conn->initiator && (conn->state == UCT_SIWARP_CONN_CONNECTING) &&
+            (conn->ep != NULL)) {
+            /* refused, perhaps with a challenge to answer: its ep's
+             * progress asks uct_siwarp_conn_check_up, which says why */
+            conn->iface->eps_dirty = 1;
+            return 0;
+        }
         /* the peer closed or the link failed: the receive WRs flush, and
          * the first one takes the connection down */
         uct_siwarp_conn_closed(conn, wc);
@@ -374,6 +407,10 @@ void uct_siwarp_conn_reap(uct_siwarp_iface_t *iface)
     }
     iface->conns_dirty = 0;
     ucs_list_for_each_safe(conn, tmp, &iface->conns, list) {
+        if (conn->old_qp != NULL) {
+            siwarp_destroy_qp(conn->old_qp);    /* a challenge refused it */
+            conn->old_qp = NULL;
+        }
         if (conn->fin_due && (conn->state != UCT_SIWARP_CONN_FAILED)) {
             if (ucs_get_time() > conn->fin_deadline) {
                 uct_siwarp_auth_warn(iface, conn->peer, "its first message did not come");

@@ -746,6 +746,7 @@ static UCS_CLASS_INIT_FUNC(uct_siwarp_iface_t, uct_md_h tl_md, uct_worker_h work
         ucs_error("siwarp: getrandom for the iface's key: %s", strerror(-rc));
         return uct_siwarp_status(rc);
     }
+    uct_siwarp_challenge_init(self);
     status = uct_siwarp_iface_thread_start(self, config);
     if (status != UCS_OK) {
         return status;

@@ -4,7 +4,8 @@
 
 if HAVE_UCT
 check_PROGRAMS += test/uct/uct_check
-test_uct_uct_check_SOURCES = test/uct/uct_check.c test/uct/uct_check_conn.c test/uct/uct_check.h
+test_uct_uct_check_SOURCES = test/uct/uct_check.c test/uct/uct_check_conn.c \
+	test/uct/uct_check_strangers.c test/uct/uct_check.h
 test_uct_uct_check_CPPFLAGS = -I$(top_srcdir)/include $(NETTLE_CFLAGS)
 test_uct_uct_check_LDADD = libsiwarp.la $(NETTLE_LIBS) -luct -lucs
 TESTS += test/uct/run-uct-tests.sh

@@ -56,18 +56,26 @@ rc=$?
 result $? "UCX_SIWARP_TX_COALESCE=5000 is refused with a message naming it" "$log"
 
 # ---- UCT operations, checked byte by byte -----------------------------------
-log=$OUT/uct_check.log
-timeout "$T" env LD_PRELOAD="$MOD" "$OUT/uct_check" "$DEV" >"$log" 2>&1
-rc=$?
-while IFS= read -r line; do
-    case $line in
-        "ok "*)     ok "uct_check: ${line#ok * - }" ;;
-        "not ok "*) not_ok "uct_check: ${line#not ok * - }" ;;
-        "1..0 # SKIP"*) skip "uct_check" "${line#1..0 # SKIP }" ;;
-    esac
-done <"$log"
-grep -q '^1\.\.[1-9]' "$log" && [ $rc -eq 0 ]
-result $? "uct_check ran to its plan and exited 0 (exit $rc)" "$log"
+# Twice: as the software stack accepts, and with every acceptor challenging
+# each Request first, as one on a verbs device does (uct_siwarp_challenge.c;
+# SIWARP_UCT_TEST_CHALLENGE is the test hook for it)
+for challenge in 0 1; do
+    log=$OUT/uct_check.log tag=uct_check
+    [ $challenge = 1 ] && log=$OUT/uct_check_challenge.log tag="uct_check, challenging acceptors"
+    timeout "$T" env LD_PRELOAD="$MOD" SIWARP_UCT_TEST_CHALLENGE=$challenge "$OUT/uct_check" "$DEV" >"$log" 2>&1
+    rc=$?
+    while IFS= read -r line; do
+        case $line in
+            "ok "*)     ok "$tag: ${line#ok * - }" ;;
+            "not ok "*) not_ok "$tag: ${line#not ok * - }" ;;
+            "1..0 # SKIP"*) skip "$tag" "${line#1..0 # SKIP }" ;;
+        esac
+    done <"$log"
+    grep -q '^1\.\.[1-9]' "$log" && [ $rc -eq 0 ]
+    result $? "$tag ran to its plan and exited 0 (exit $rc)" "$log"
+done
+grep -q "^ok .*its challenge spent" "$OUT/uct_check_challenge.log"
+result $? "a challenging acceptor refused the replayed answer to its challenge" "$OUT/uct_check_challenge.log"
 
 # ---- ucx_perftest pairs -------------------------------------------------------
 . "$srcdir/test/uct/lib-perftest.sh"
@@ -129,6 +137,10 @@ mpi_run() {
 }
 mpi_run "ping-pong and exchange 0 B .. 4 MiB" 2 "$OUT/mpi_pingpong" 4194304
 mpi_run "collectives (bcast, allreduce, alltoall(v))" 4 "$OUT/mpi_coll"
+# every connection through the challenge round of a verbs acceptor (the
+# test hook of uct_siwarp_challenge.c), the twins of simultaneous eps too
+mpi_run "collectives, every acceptor challenging first" 4 -x SIWARP_UCT_TEST_CHALLENGE=1 \
+    "$OUT/mpi_coll"
 mpi_run "one-sided put/get/accumulate, fence and lock" 2 "$OUT/mpi_onesided"
 # mpi_rma's "acc" case is left out: osc ucx of Open MPI 4.1.4 hands UCX
 # 1-byte atomics it refuses ("invalid atomic operation datatype"), over

@@ -44,4 +44,7 @@ int open_side(uct_md_h md, uct_iface_config_t *cfg, const char *dev, side_t *s);
 void test_conn(uct_md_h md, uct_iface_config_t *cfg, const char *dev, side_t *a, side_t *b,
                uct_ep_h ep_ab, region_t *src, region_t *dst);
 
+/* uct_check_strangers.c: B refuses strangers and replays */
+void test_strangers(const side_t *b, region_t *dst);
+
 #endif
