@@ -324,6 +324,7 @@ uct_siwarp_conn_t *uct_siwarp_conn_find(uct_siwarp_iface_t *iface, const struct 
                                         const uint8_t *peer_secret);
 void uct_siwarp_conn_report(uct_siwarp_conn_t *conn);
 uct_siwarp_conn_t *uct_siwarp_conn_merge_target(uct_siwarp_conn_t *conn);
+int uct_siwarp_conn_send_own(uct_siwarp_conn_t *conn, const void *buf, uint32_t len);
 int uct_siwarp_conn_send_left(uct_siwarp_conn_t *conn);
 void uct_siwarp_conn_retire(uct_siwarp_conn_t *conn);
 

@@ -221,18 +221,9 @@ err:
 static int uct_siwarp_conn_send_fin(uct_siwarp_conn_t *conn)
 {
     uct_siwarp_auth_fin_t fin;
-    struct siwarp_sge sge = { .addr = &fin, .length = sizeof(fin) };
-    struct siwarp_send_wr wr = {
-        .wr_id      = UCT_SIWARP_WRID_CONN,
-        .sg_list    = &sge,
-        .num_sge    = 1,
-        .opcode     = SIWARP_WR_SEND,
-        .send_flags = SIWARP_SEND_INLINE,
-    };
-    struct siwarp_send_wr *bad;
 
     uct_siwarp_auth_fin(conn->peer_secret, &conn->req, &conn->rep, &fin);
-    return siwarp_post_send(conn->qp, &wr, &bad);
+    return uct_siwarp_conn_send_own(conn, &fin, sizeof(fin));
 }
 
 /* Connect again with a Request that answers rej, the challenge of the

@@ -498,15 +498,12 @@ uct_siwarp_conn_t *uct_siwarp_conn_merge_target(uct_siwarp_conn_t *conn)
     return uct_siwarp_conn_find_accepted(iface, &conn->peer_addr, conn->peer_secret);
 }
 
-/* Tell the peer that our ep moved off conn (UCT_SIWARP_AM_LEFT): a Send,
- * so it takes one of the peer's receive buffers like an AM.  Unsignaled,
- * the connection's own; a failure shows as the connection's.  0 when
- * posted, -EAGAIN while the peer has no buffer for it, or what the post
- * said. */
-int uct_siwarp_conn_send_left(uct_siwarp_conn_t *conn)
+/* A Send of the connection's own (the proof of step 3 of
+ * uct_siwarp_auth.c, UCT_SIWARP_AM_LEFT): inline, unsignaled
+ * (UCT_SIWARP_WRID_CONN), seen only if it fails.  What the post said. */
+int uct_siwarp_conn_send_own(uct_siwarp_conn_t *conn, const void *buf, uint32_t len)
 {
-    uct_siwarp_am_hdr_t hdr = { .am_id = UCT_SIWARP_AM_LEFT };
-    struct siwarp_sge sge   = { .addr = &hdr, .length = sizeof(hdr) };
+    struct siwarp_sge sge = { .addr = (void*)buf, .length = len };
     struct siwarp_send_wr wr = {
         .wr_id      = UCT_SIWARP_WRID_CONN,
         .sg_list    = &sge,
@@ -515,13 +512,25 @@ int uct_siwarp_conn_send_left(uct_siwarp_conn_t *conn)
         .send_flags = SIWARP_SEND_INLINE,
     };
     struct siwarp_send_wr *bad;
-    uint64_t consumed = *(volatile uint64_t*)conn->credit_word;
+
+    return siwarp_post_send(conn->qp, &wr, &bad);
+}
+
+/* Tell the peer that our ep moved off conn (UCT_SIWARP_AM_LEFT): a Send,
+ * so it takes one of the peer's receive buffers like an AM.  Unsignaled,
+ * the connection's own; a failure shows as the connection's.  0 when
+ * posted, -EAGAIN while the peer has no buffer for it, or what the post
+ * said. */
+int uct_siwarp_conn_send_left(uct_siwarp_conn_t *conn)
+{
+    uct_siwarp_am_hdr_t hdr = { .am_id = UCT_SIWARP_AM_LEFT };
+    uint64_t consumed       = *(volatile uint64_t*)conn->credit_word;
     int rc;
 
     if (conn->am_sent - consumed >= conn->peer_rx_depth) {
         return -EAGAIN;
     }
-    rc = siwarp_post_send(conn->qp, &wr, &bad);
+    rc = uct_siwarp_conn_send_own(conn, &hdr, sizeof(hdr));
     if (rc < 0) {
         return rc;
     }
