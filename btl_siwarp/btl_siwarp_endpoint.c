@@ -270,13 +270,26 @@ void mca_btl_siwarp_ep_show_fallback(mca_btl_siwarp_endpoint_t *ep, const char *
     }
 }
 
+/* The fallback to plain TCP is refused (btl_siwarp_fallback=error) for
+ * ep: the help text, and one line in this process's own stderr -- ORTE's
+ * show_help relay (Open MPI 4.1.4 with PMIx 4) loses a message now and
+ * then when the process aborts right after it, and then nothing would
+ * say which peer could not be reached. */
+void mca_btl_siwarp_ep_refuse_fallback(const mca_btl_siwarp_endpoint_t *ep, const char *why)
+{
+    opal_show_help("help-mpi-btl-siwarp.txt", "fallback refused", true,
+                   opal_process_info.nodename, OPAL_NAME_PRINT(ep->name),
+                   mca_btl_siwarp_ep_peer_host(ep), why);
+    opal_output(0, "btl siwarp: %s: no iWARP with %s on %s (%s), and the TCP fallback is "
+                "refused (btl_siwarp_fallback=error)", opal_process_info.nodename,
+                OPAL_NAME_PRINT(ep->name), mca_btl_siwarp_ep_peer_host(ep), why);
+}
+
 /* Switch this endpoint to framed TCP, or fail it if fallback is an error. */
 static int start_fallback(mca_btl_siwarp_endpoint_t *ep, const char *why)
 {
     if (MCA_BTL_SIWARP_FALLBACK_ERROR == mca_btl_siwarp_component.fallback) {
-        opal_show_help("help-mpi-btl-siwarp.txt", "fallback refused", true,
-                       opal_process_info.nodename, OPAL_NAME_PRINT(ep->name),
-                       mca_btl_siwarp_ep_peer_host(ep), why);
+        mca_btl_siwarp_ep_refuse_fallback(ep, why);
         mca_btl_siwarp_ep_fail(ep, why, 0);
         return OPAL_ERR_UNREACH;
     }

@@ -227,6 +227,7 @@ uint64_t mca_btl_siwarp_now_ms(void);
 /* the same to a few ms, without a syscall (CLOCK_MONOTONIC_COARSE) */
 uint64_t mca_btl_siwarp_now_coarse_ms(void);
 void mca_btl_siwarp_ep_show_fallback(mca_btl_siwarp_endpoint_t *ep, const char *why);
+void mca_btl_siwarp_ep_refuse_fallback(const mca_btl_siwarp_endpoint_t *ep, const char *why);
 const char *mca_btl_siwarp_ep_peer_host(const mca_btl_siwarp_endpoint_t *ep);
 void mca_btl_siwarp_modex_to_sockaddr(const mca_btl_siwarp_modex_addr_t *a, uint16_t port_be,
                                       struct sockaddr_storage *ss, socklen_t *len);

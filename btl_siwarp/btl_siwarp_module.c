@@ -89,17 +89,9 @@ static int siwarp_add_procs(mca_btl_base_module_t *btl, size_t nprocs, opal_proc
             }
             if (!iwarp || !mca_btl_siwarp_component.mpa) {
                 /* known now: let ob1 pick another BTL for this peer */
-                opal_show_help("help-mpi-btl-siwarp.txt", "fallback refused", true,
-                               opal_process_info.nodename, OPAL_NAME_PRINT(ep->name),
-                               mca_btl_siwarp_ep_peer_host(ep),
-                               mca_btl_siwarp_component.mpa ? "MPA is disabled at the peer"
-                                                            : "MPA is disabled here");
-                /* also in this process's own output: ORTE's show_help relay
-                 * (Open MPI 4.1.4 with PMIx 4) loses messages now and then */
-                BTL_VERBOSE(("fallback refused for %s (btl_siwarp_fallback=error): %s",
-                             OPAL_NAME_PRINT(ep->name),
-                             mca_btl_siwarp_component.mpa ? "MPA is disabled at the peer"
-                                                          : "MPA is disabled here"));
+                mca_btl_siwarp_ep_refuse_fallback(ep, mca_btl_siwarp_component.mpa ?
+                                                  "MPA is disabled at the peer" :
+                                                  "MPA is disabled here");
                 usable = 0;
             }
         }

@@ -350,18 +350,19 @@ DYN_PAT_siwarp=""
 # (btl_siwarp_fallback=error), the children get btl_siwarp_mpa=0 through
 # the "ompi_param" info key, and no other BTL is selected.  The job must
 # end within the bound, non-zero, with a message naming a child
-# ([[JOB,2],RANK]: the spawned job).  No btl tcp reference: nothing there is
-# unreachable.
+# ([[JOB,2],RANK]: the spawned job): the BTL's own line on the process's
+# stderr, which ORTE's show_help relay cannot lose (it lost both help
+# texts, the BTL's and ob1's, in 3 of 16 runs).  No btl tcp reference:
+# nothing there is unreachable.
 log="$OUT/dyn_unreachable.log"
 dyn_mpirun siwarp "$log" --mca btl_siwarp_fallback error -np 2 \
     "$OUT/mpi_spawn" spawn 2 param=OMPI_MCA_btl_siwarp_mpa=0
 rc=$?
 if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $rc -ne 137 ] && ! grep -q "^spawn: ok" "$log" &&
-   { grep -q "Peer process: *\[\[[0-9]*,2\],[0-9]*\]" "$log" ||
-     grep -q "Process 2 (\[\[[0-9]*,2\],[0-9]*\])" "$log"; }; then
+   grep -q "no iWARP with \[\[[0-9]*,2\],[0-9]*\] .* TCP fallback is refused" "$log"; then
     ok "dyn, siwarp: children that cannot be reached: the job fails within ${DT} s, naming a child"
 elif [ $rc -eq 124 ] && mpirun --version 2>&1 | grep -q "(Open MPI) 5\.0\." &&
-     grep -q "fallback refused" "$log" && grep -q "MPI_Init" "$log"; then
+     grep -q "TCP fallback is refused" "$log" && grep -q "MPI_Init" "$log"; then
     # Open MPI 5.0.7 (Debian 13): the children fail at once, the BTL's
     # "fallback refused" naming the peer, but prterun keeps the job
     n=$((n + 1))
