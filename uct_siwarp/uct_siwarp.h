@@ -40,7 +40,7 @@ typedef struct uct_siwarp_am_hdr {
  * initiator's own iface (its listener), with src_mac proving that the
  * initiator holds that iface's secret.  nonce and mac authenticate the
  * connection (uct_siwarp_auth.c). */
-#define UCT_SIWARP_PD_MAGIC   0x33435455u   /* "UTC3": one connection, both ways */
+#define UCT_SIWARP_PD_MAGIC   0x34435455u   /* "UTC4": one connection both ways, LEFT, challenges */
 #define UCT_SIWARP_FIN_MAGIC  0x4e494655u   /* "UFIN" */
 #define UCT_SIWARP_SECRET_LEN 16
 #define UCT_SIWARP_NONCE_LEN  16

@@ -41,7 +41,7 @@ typedef struct {
     uint8_t  mac[32];
 } s_conn_pd_t;
 
-#define S_PD_MAGIC  0x33435455u
+#define S_PD_MAGIC  0x34435455u
 #define S_FIN_MAGIC 0x4e494655u
 
 typedef struct {
