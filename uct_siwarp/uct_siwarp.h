@@ -122,6 +122,7 @@ typedef struct uct_siwarp_iface_config {
     unsigned           tx_queue_len;
     unsigned           max_iov;
     int                atomics;
+    int                crc;
     double             llp_timeout;
     int                progress_thread;
     unsigned long      tx_coalesce;      /* UCS_ULUNITS_AUTO: by progress_thread */
@@ -229,6 +230,7 @@ typedef struct uct_siwarp_iface {
         unsigned tx_depth;
         unsigned max_iov;
         int      atomics;
+        int      crc;                    /* ask for MPA CRC (UCX_SIWARP_CRC) */
         int      llp_timeout_ms;
         unsigned tx_coalesce;            /* qp_init_attr.tx_coalesce */
     } config;

@@ -21,6 +21,7 @@ void uct_siwarp_conn_param(uct_siwarp_iface_t *iface, struct siwarp_conn_param *
 
     siwarp_conn_param_default(p);
     p->llp_timeout_ms = iface->config.llp_timeout_ms;
+    p->crc            = iface->config.crc;
     /* Between two software stacks, FPDUs of 64 KiB instead of the MSS: one
      * header, CRC and read per 64 KiB on the veth pair (MSS 1448), as the
      * BTL does (btl_siwarp_big_fpdu). */
@@ -330,5 +331,7 @@ int uct_siwarp_conn_check_up(uct_siwarp_conn_t *conn)
     conn->peer_rx_depth    = ucs_min(conn->peer_rx_depth, rep.rx_depth);
     conn->rfc7306          = attr.rfc7306;
     conn->state            = UCT_SIWARP_CONN_UP;
+    ucs_debug("siwarp: connection to %s on %s up (MPA CRC %s, RFC 7306 %s)", conn->peer,
+              conn->iface->if_name, attr.crc ? "on" : "off", attr.rfc7306 ? "on" : "off");
     return 1;
 }

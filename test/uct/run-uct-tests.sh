@@ -42,8 +42,9 @@ timeout 60 ucx_info -d 2>&1 | grep -q "Transport: siwarp"
 result $((! $?)) "ucx_info -d without the setting does not list it (control)"
 timeout 60 env LD_PRELOAD="$MOD" ucx_info -c -f >"$log" 2>&1
 grep -q "UCX_SIWARP_RX_QUEUE_LEN=128" "$log" && grep -q "UCX_SIWARP_SEG_SIZE=16512" "$log" &&
-    grep -q "UCX_SIWARP_PROGRESS_THREAD=y" "$log" && grep -q "UCX_SIWARP_TX_COALESCE=auto" "$log"
-result $? "ucx_info -c -f documents UCX_SIWARP_* (RX_QUEUE_LEN 128, SEG_SIZE 16512, PROGRESS_THREAD y, TX_COALESCE auto)" "$log"
+    grep -q "UCX_SIWARP_PROGRESS_THREAD=y" "$log" && grep -q "UCX_SIWARP_TX_COALESCE=auto" "$log" &&
+    grep -q "UCX_SIWARP_CRC=y" "$log"
+result $? "ucx_info -c -f documents UCX_SIWARP_* (RX_QUEUE_LEN 128, SEG_SIZE 16512, PROGRESS_THREAD y, TX_COALESCE auto, CRC y)" "$log"
 
 log=$OUT/uct_check_badparam.log
 timeout "$T" env LD_PRELOAD="$MOD" UCX_SIWARP_RX_QUEUE_LEN=1 "$OUT/uct_check" "$DEV" >"$log" 2>&1
@@ -107,6 +108,20 @@ perftest_pair "UCP ucp_put_lat 8 B"       -t ucp_put_lat -n 2000 -w 100
 perftest_pair "UCP ucp_get 1 MiB"         -t ucp_get -s 1048576 -n 200 -w 10
 perftest_pair "UCP ucp_fadd"              -t ucp_fadd -n 2000 -w 100
 perftest_pair "UCP ucp_am_lat"            -t ucp_am_lat -n 2000 -w 100
+# UCX_SIWARP_CRC: MPA CRC is used when either end asks (RFC 5044 7.1), so
+# off only with n at both ends; the client's debug log says what was
+# negotiated, and the data still arrive
+crc_pair() {
+    what=$1 want=$2 senv=$3 cenv=$4; shift 4
+    plog=$(log_name "crc $what")
+    PT_SERVER_PRE="env $senv" PT_CLIENT_PRE="env UCX_LOG_LEVEL=debug $cenv" \
+        ucx_perftest_pair "$plog" "$@"
+    [ $pt_crc -eq 0 ] && [ $pt_src -eq 0 ] && [ -n "$pt_row" ] &&
+        grep -q "up (MPA CRC $want" "$plog" && ! grep -q "up (MPA CRC $( [ $want = on ] && echo off || echo on)" "$plog"
+    result $? "UCX_SIWARP_CRC $what: MPA CRC $want, tag_bw 1 MiB ran" "$plog"
+}
+crc_pair "n at both ends" off UCX_SIWARP_CRC=n UCX_SIWARP_CRC=n -t tag_bw -s 1048576 -n 50 -w 5
+crc_pair "n at the client only" on UCX_SIWARP_CRC=y UCX_SIWARP_CRC=n -t tag_bw -s 1048576 -n 50 -w 5
 unset UCX_TLS UCX_NET_DEVICES
 
 # ---- Open MPI: pml ucx, osc ucx, OpenSHMEM ----------------------------------
