@@ -8,6 +8,7 @@
 #include "swp.h"
 #include "hw.h"
 #include "hw_dl.h"      /* rdma-core's headers, and its functions by dlopen */
+#include "qpn_map.h"
 
 /* rdma_conn_param.private_data_len is 8 bits */
 #define SWP_HW_MAX_PD  255
@@ -24,6 +25,7 @@ struct swp_hw_ctx {
     char name[IBV_SYSFS_NAME_MAX];
     struct swp_list mrs;                /* MRs whose lkey != rkey */
     uint32_t nmrs_lkey;
+    struct swp_qpn_map qpns;            /* verbs QP number -> its siwarp_qp */
 };
 
 struct swp_hw_mr {

@@ -108,6 +108,7 @@ static void swp_hw_release_id(struct siwarp_qp *qp)
     if (!q->id)
         return;
     if (q->ibqp) {
+        swp_qpn_map_del(&swp_hwc(qp->ctx)->qpns, q->ibqp->qp_num);
         rdma_destroy_qp(q->id);
         q->ibqp = NULL;
         /* none of its completions may outlive its number (swp_hw_cq_stash) */
@@ -487,6 +488,12 @@ int swp_hw_qp_realize(struct siwarp_qp *qp, struct rdma_cm_id *id)
     if (rc) {
         rc = errno ? -errno : -EINVAL;
         swp_hw_qp_fail(qp, rc, "%s: rdma_create_qp: %s", q->how, strerror(-rc));
+        return rc;
+    }
+    rc = swp_qpn_map_put(&swp_hwc(qp->ctx)->qpns, id->qp->qp_num, qp);
+    if (rc < 0) {
+        rdma_destroy_qp(id);
+        swp_hw_qp_fail(qp, rc, "%s: no memory to index its verbs QP", q->how);
         return rc;
     }
     q->ibqp = id->qp;

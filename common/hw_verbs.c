@@ -146,6 +146,7 @@ void swp_hw_ctx_destroy(struct siwarp_ctx *ctx)
     close(ctx->epfd);
     rdma_destroy_event_channel(h->ech);
     rdma_free_devices(h->devs);
+    swp_qpn_map_free(&h->qpns);
     pthread_mutex_destroy(&ctx->lock);
     free(h);
     free(ctx);
@@ -449,15 +450,10 @@ static enum siwarp_wc_opcode swp_hw_opcode(enum ibv_wc_opcode op)
            op == IBV_WC_RDMA_READ ? SIWARP_WC_READ : SIWARP_WC_SEND;
 }
 
+/* the QP whose verbs QP has that number (swp_hw_qp_bind), or NULL */
 static struct siwarp_qp *swp_hw_qp_of(struct siwarp_ctx *ctx, uint32_t qpn)
 {
-    for (struct swp_list *l = ctx->qps.next; l != &ctx->qps; l = l->next) {
-        struct siwarp_qp *qp = swp_container_of(l, struct siwarp_qp, link);
-        struct swp_hw_qp *q = qp->hw;
-        if (q->ibqp && q->ibqp->qp_num == qpn)
-            return qp;
-    }
-    return NULL;
+    return swp_qpn_map_get(&swp_hwc(ctx)->qpns, qpn);
 }
 
 /* A verbs completion as libsiwarp's, into w; 0 if its QP is gone (its
