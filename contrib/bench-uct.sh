@@ -7,7 +7,10 @@
 # tcp's put and get are what UCP makes of them.
 #   contrib/bench-uct.sh [ROUNDS]     (default 5; build first: make)
 # The server runs on CPU 0 and the client on CPU 1 (ucx_perftest -c), as
-# mpirun binds two ranks; BIND=0 leaves them unbound.
+# mpirun binds two ranks; BIND=0 leaves them unbound.  NET=veth runs the
+# pairs across a veth pair between two network namespaces instead
+# (contrib/netns.sh: server 10.231.0.1, client 10.231.0.2; root), where
+# TCP segments are MSS-sized as on a NIC.
 # Then, with oshcc and oshrun there, OpenSHMEM over spml ucx in the loops
 # of the OSU OpenSHMEM benchmarks (test/uct/shmem_bench.c: put + quiet,
 # get, fetch-add, compare-swap; 2 PEs, one per core), the same rounds.
@@ -25,7 +28,20 @@ if [ "${BIND:-1}" != 0 ] && [ "$(nproc)" -ge 2 ]; then
     PT_SERVER_ARGS="-c 0" PT_CLIENT_ARGS="-c 1"
 fi
 logs=$(mktemp -d)
-echo "# logs: $logs; $ROUNDS alternating rounds; ${PT_SERVER_ARGS:+server $PT_SERVER_ARGS, client $PT_CLIENT_ARGS; }host load: $(cut -d' ' -f1-3 /proc/loadavg)"
+NET=${NET:-lo}
+case $NET in
+lo)
+    sdev=lo cdev=lo ;;
+veth)
+    ns=bu$$
+    eval "$(sh "$top/contrib/netns.sh" up "$ns")" || exit 1
+    trap 'sh "$top/contrib/netns.sh" down "$ns"' EXIT
+    sdev=$ns-vs cdev=$ns-vc PT_HOST=$SERVER_ADDR
+    PT_SERVER_PRE="ip netns exec $SERVER_NS" PT_CLIENT_PRE="ip netns exec $CLIENT_NS" ;;
+*)
+    echo "bench-uct.sh: NET=$NET: lo or veth" >&2; exit 2 ;;
+esac
+echo "# logs: $logs; $ROUNDS alternating rounds over $NET; ${PT_SERVER_ARGS:+server $PT_SERVER_ARGS, client $PT_CLIENT_ARGS; }host load: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # name | metric (lat: median us; bw: overall MB/s) | ucx_perftest args
 TESTS=(
@@ -48,7 +64,10 @@ for r in $(seq "$ROUNDS"); do
         IFS='|' read -r name metric args <<<"${TESTS[$i]}"
         for tl in siwarp tcp; do
             # shellcheck disable=SC2086
-            UCX_TLS=$tl UCX_NET_DEVICES=lo ucx_perftest_pair "$logs/$i.$tl.$r.log" $args
+            PT_SERVER_ARGS="${PT_SERVER_ARGS:-}" PT_CLIENT_ARGS="${PT_CLIENT_ARGS:-}" \
+                PT_SERVER_PRE="${PT_SERVER_PRE:-} env UCX_NET_DEVICES=$sdev" \
+                PT_CLIENT_PRE="${PT_CLIENT_PRE:-} env UCX_NET_DEVICES=$cdev" \
+                UCX_TLS=$tl ucx_perftest_pair "$logs/$i.$tl.$r.log" $args
             if [ $pt_crc -ne 0 ] || [ -z "$pt_row" ]; then
                 echo "# round $r $name $tl failed (log $logs/$i.$tl.$r.log)"
                 continue
@@ -71,6 +90,10 @@ for i in "${!TESTS[@]}"; do
 done
 
 # ---- OpenSHMEM (spml ucx), OSU's loops ---------------------------------------
+if [ "$NET" != lo ]; then
+    echo "# OpenSHMEM: loopback only"
+    exit 0
+fi
 if ! command -v oshcc >/dev/null || ! command -v oshrun >/dev/null; then
     echo "# OpenSHMEM: skipped (oshcc/oshrun not installed)"
     exit 0
