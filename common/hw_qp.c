@@ -135,7 +135,7 @@ int swp_hw_destroy_qp(struct siwarp_qp *qp)
         swp_hw_pend_free(swp_container_of(q->pend_send.next, struct swp_hw_pend, link));
     while (!swp_list_empty(&q->pend_recv))
         swp_hw_pend_free(swp_container_of(q->pend_recv.next, struct swp_hw_pend, link));
-    swp_list_del(&qp->link);        /* its CQEs still in a verbs CQ are dropped */
+    swp_qp_unlink(qp);              /* its CQEs still in a verbs CQ are dropped */
     swp_cq_purge_qp(qp->scq, qp);
     swp_cq_purge_qp(qp->rcq, qp);
     qp->pd->refs--;

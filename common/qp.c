@@ -71,7 +71,20 @@ void swp_qp_link(struct siwarp_qp *qp)
     if (qp->srq)
         qp->srq->refs++;
     swp_list_add_tail(&qp->ctx->qps, &qp->link);
+    qp->ctx->nqps++;
     swp_unlock(qp->ctx);
+}
+
+/* Locked: the QP leaves its context's list (both backends); a stall sweep
+ * that was to start at it starts at the next. */
+void swp_qp_unlink(struct siwarp_qp *qp)
+{
+    struct siwarp_ctx *ctx = qp->ctx;
+
+    if (ctx->stall_cursor == &qp->link)
+        ctx->stall_cursor = qp->link.next;
+    swp_list_del(&qp->link);
+    ctx->nqps--;
 }
 
 /* Offsets of a QP's rings in its one block of memory (swp_qp_alloc). */
@@ -227,7 +240,7 @@ int siwarp_destroy_qp(struct siwarp_qp *qp)
     swp_lock(ctx);
     swp_cm_fini(qp);
     swp_qp_close_fd(qp);
-    swp_list_del(&qp->link);
+    swp_qp_unlink(qp);
     swp_list_del(&qp->tx_held_link);
     swp_cq_purge_qp(qp->scq, qp);
     swp_cq_purge_qp(qp->rcq, qp);
@@ -552,19 +565,40 @@ static void swp_qp_set_llp_timeout(struct siwarp_qp *qp)
  * SWP_STALL_SWEEP_MS (no timer stays armed: an armed timer takes the busy
  * poll off its fast path): one inside an FPDU that read nothing more of it
  * for siwarp_ctx_set_rx_stall's time, with nothing waiting in the socket
- * (else we are the slow one), fails with -ETIMEDOUT. */
+ * (else we are the slow one), fails with -ETIMEDOUT.
+ * A pass looks at a slice of the QPs, on from where the last one stopped,
+ * sized so that each QP is seen at least every quarter of that time: a
+ * process with tens of thousands of QPs paid a walk of all of them every
+ * 50 ms (the scale study), while the default time is 5 minutes. */
 void swp_qp_stall_sweep(struct siwarp_ctx *ctx)
 {
     uint64_t now = swp_now_ns();
     int ms = ctx->rx_stall_ms ? ctx->rx_stall_ms : SWP_RX_STALL_DEFAULT_MS;
+    uint64_t quarter_passes, budget;
+    struct swp_list *l;
 
-    if (now < ctx->stall_next_ns || ms < 0)
+    if (now < ctx->stall_next_ns || ms < 0 || swp_list_empty(&ctx->qps))
         return;
     ctx->stall_next_ns = now + SWP_STALL_SWEEP_MS * 1000000ull;
-    for (struct swp_list *l = ctx->qps.next; l != &ctx->qps; l = l->next) {
-        struct siwarp_qp *qp = swp_container_of(l, struct siwarp_qp, link);
-        struct swp_rx *rx = &qp->rx;
+    quarter_passes = (uint64_t)ms / 4 / SWP_STALL_SWEEP_MS;
+    budget = quarter_passes > 1 ? (ctx->nqps + quarter_passes - 1) / quarter_passes : ctx->nqps;
+    if (budget < SWP_STALL_SWEEP_MIN)
+        budget = SWP_STALL_SWEEP_MIN;
+    if (budget > ctx->nqps)
+        budget = ctx->nqps;         /* a pass sees each QP once at most */
+    l = ctx->stall_cursor ? ctx->stall_cursor : ctx->qps.next;
+    for (; budget > 0; budget--, l = l->next) {
+        struct siwarp_qp *qp;
+        struct swp_rx *rx;
         int waiting = 0;
+
+        if (l == &ctx->qps) {
+            l = l->next;            /* past the head: round again */
+            if (l == &ctx->qps)
+                break;
+        }
+        qp = swp_container_of(l, struct siwarp_qp, link);
+        rx = &qp->rx;
 
         if (qp->state != SIWARP_QPS_RTS || qp->pl.fd < 0)
             continue;
@@ -578,6 +612,7 @@ void swp_qp_stall_sweep(struct siwarp_ctx *ctx)
             swp_qp_fatal(qp, 0, NULL, 0, -ETIMEDOUT,
                          "the peer stopped inside an FPDU: nothing more of it for %d ms", ms);
     }
+    ctx->stall_cursor = l == &ctx->qps ? NULL : l;
 }
 
 int siwarp_ctx_set_rx_stall(struct siwarp_ctx *ctx, int ms)

@@ -619,8 +619,10 @@ void swp_qp_verify_arm(struct siwarp_qp *qp);
  * ctx->rx_stall_ms; looks at most every SWP_STALL_SWEEP_MS (progress.c
  * calls it) */
 #define SWP_STALL_SWEEP_MS 50
+#define SWP_STALL_SWEEP_MIN 64          /* QPs a pass looks at, at least */
 #define SWP_RX_STALL_DEFAULT_MS 300000
 void swp_qp_stall_sweep(struct siwarp_ctx *ctx);
+void swp_qp_unlink(struct siwarp_qp *qp);
 
 /* Is the segment being received the peer-to-peer RTR of this type (RFC
  * 6581 6: a zero-length message of the negotiated kind, while one is due)? */
@@ -744,6 +746,8 @@ struct siwarp_ctx {
     bool idle_quiet;                     /* siwarp_ctx_set_idle_quiet: sleep with nothing in flight too */
     uint64_t idle_since_ns;              /* first idle poll of this run, 0: busy */
     uint64_t stall_next_ns;              /* next swp_qp_stall_sweep */
+    struct swp_list *stall_cursor;       /* where the next sweep starts (NULL: the head) */
+    uint32_t nqps;                       /* on qps */
     int rx_stall_ms;                     /* siwarp_ctx_set_rx_stall; <0: off */
     uint64_t idle_sleeps;                /* times it slept (tests, tuning) */
     char tcp_cc[SWP_TCP_CC_MAX];         /* tcp_cc.c: congestion controls to ask for */

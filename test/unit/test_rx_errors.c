@@ -88,6 +88,76 @@ TEST(stall_between_fpdus_is_quiet)
     stall_case(2 + SWP_HDR_UNTAGGED + 1000 + 4, false);    /* the whole FPDU: delivered */
 }
 
+/* The same among many quiet QPs, with a stall time of 2 s: a sweep then
+ * looks at a slice of the context's QPs, on from where the last one
+ * stopped, each QP seen at least every 500 ms (swp_qp_stall_sweep).  The
+ * stalled QP is one of the last made, so that only a sweep that goes
+ * round the list reaches it; it must fail within the stall time and a
+ * quarter of it (plus a pass and slack), and none of the quiet ones. */
+TEST(stall_found_among_many_quiet_qps)
+{
+    enum { EXTRA = 200, STALLED = 190, STALL_MS = 2000 };
+    struct siwarp_qp_init_attr a = { 0 };
+    struct siwarp_qp *qps[EXTRA];
+    int raw[EXTRA];
+    struct swp_nego n;
+    struct siwarp_qp_attr at;
+    struct peer p;
+    uint8_t u[SWP_HDR_UNTAGGED + 1000], f[1100];
+    uint32_t h;
+    uint64_t t0, ms;
+
+    peer_setup(&p, true, false);
+    ASSERT_OK(siwarp_ctx_set_rx_stall(p.ctx, STALL_MS));
+    a.send_cq = a.recv_cq = p.cq;
+    a.max_send_wr = a.max_recv_wr = 4;
+    a.max_sge = 1;
+    memset(&n, 0, sizeof(n));
+    n.mpa_rev = 2;
+    n.crc = true;
+    n.ird = n.ord = 4;
+    n.mulpdu = n.max_rx_ulpdu = 16384;
+    n.initiator = true;
+    for (int i = 0; i < EXTRA; i++) {
+        int sv[2];
+
+        ASSERT_OK(siwarp_create_qp(p.pd, &a, &qps[i]));
+        ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+        ASSERT_OK(swp_qp_attach_fd(qps[i], sv[0], &n));
+        raw[i] = sv[1];
+    }
+    struct siwarp_sge sg = { p.region, 1000, siwarp_mr_stag(p.mr) };
+    struct siwarp_recv_wr r = { .wr_id = 5, .sg_list = &sg, .num_sge = 1 };
+    ASSERT_OK(siwarp_post_recv(qps[STALLED], &r, NULL));
+    h = untagged(u, SWP_OP_SEND, true, SWP_QN_SEND, 1, 0);
+    memset(u + h, 0x3c, 1000);
+    build_fpdu(&p, f, u, h + 1000, false);
+    ASSERT_EQ(write(raw[STALLED], f, 2 + SWP_HDR_UNTAGGED + 400), 2 + SWP_HDR_UNTAGGED + 400);
+    t0 = swp_now_ns();
+    do {
+        siwarp_wait(p.ctx, 5);
+        siwarp_query_qp(qps[STALLED], &at);
+        ms = (swp_now_ns() - t0) / 1000000u;
+    } while (at.state == SIWARP_QPS_RTS && ms < 4000);
+    ASSERT_EQ(at.state, SIWARP_QPS_ERROR);
+    ASSERT_EQ(at.error, -ETIMEDOUT);
+    ASSERT(ms >= STALL_MS - 50 && ms <= STALL_MS + STALL_MS / 4 + 450);
+    for (int i = 0; i < EXTRA; i++) {
+        if (i != STALLED) {
+            siwarp_query_qp(qps[i], &at);
+            ASSERT_EQ(at.state, SIWARP_QPS_RTS);
+        }
+    }
+    siwarp_query_qp(p.qp, &at);
+    ASSERT_EQ(at.state, SIWARP_QPS_RTS);
+    for (int i = 0; i < EXTRA; i++) {
+        ASSERT_OK(siwarp_destroy_qp(qps[i]));
+        close(raw[i]);
+    }
+    canaries_intact(&p);
+    peer_teardown(&p);
+}
+
 TEST(write_invalid_stag)
 {
     struct peer p;
