@@ -319,6 +319,7 @@ static int rx_marker(struct siwarp_qp *qp, const uint8_t **p, uint32_t *avail)
     memcpy(rx->marker + rx->marker_got, *p, take);
     rx->marker_got += take;
     rx->stream_off += take;
+    qp->ctx->moved += take;
     *p += take;
     *avail -= take;
     if (rx->marker_got < SWP_MPA_MARKER_LEN)
@@ -446,6 +447,7 @@ static int rx_consume(struct siwarp_qp *qp)
         }
         rx->buf_head += take;
         rx->stream_off += take;
+        qp->ctx->moved += take;
         if (rc < 0)
             return rc;
     }

@@ -131,6 +131,7 @@ static void rx_placed(struct siwarp_qp *qp, uint32_t n)
     rx->payload_left -= n;
     rx->direct += n;
     rx->stream_off += n;
+    qp->ctx->moved += n;
     while (n) {
         struct iovec *v = &rx->place_iov[rx->place_idx];
         uint32_t take = (uint32_t)(v->iov_len - rx->place_off);
@@ -167,6 +168,7 @@ static int rx_trailer(struct siwarp_qp *qp, const uint8_t *src, uint32_t n)
     }
     rx->trailer_got += n;
     rx->stream_off += n;
+    qp->ctx->moved += n;
     return rx->trailer_got == rx->trailer_want ? swp_rx_fpdu_done(qp) : 0;
 }
 

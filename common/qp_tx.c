@@ -306,6 +306,7 @@ int swp_tx_progress(struct siwarp_qp *qp)
             return err;
         }
         tx->written += (uint64_t)n;
+        qp->ctx->moved += (uint64_t)n;
         tx->pending -= (uint64_t)n;
         while (n > 0) {
             struct iovec *v = &tx->iov[tx->iov_done];
@@ -397,6 +398,7 @@ static int tx_direct_write(struct siwarp_qp *qp, const struct siwarp_send_wr *wr
     } while (n < 0 && errno == EINTR);
     if (n == (ssize_t)total) {
         tx->written += total;
+        qp->ctx->moved += total;
         if (wr->send_flags & SIWARP_SEND_COMPLETE_AT_POST)
             return 2;
         if ((wr->send_flags & SIWARP_SEND_SIGNALED) || qp->init.sq_sig_all)
@@ -436,6 +438,7 @@ static int tx_direct_write(struct siwarp_qp *qp, const struct siwarp_send_wr *wr
     qp->sqr.tail++;
     qp->sq_cur = qp->sqr.tail;
     tx->written += (uint64_t)n;
+    qp->ctx->moved += (uint64_t)n;
     tx->iov[0].iov_base = rest;
     tx->iov[0].iov_len = total - (size_t)n;
     tx->niov = 1;

@@ -752,6 +752,7 @@ struct siwarp_ctx {
     uint64_t idle_sleeps;                /* times it slept (tests, tuning) */
     char tcp_cc[SWP_TCP_CC_MAX];         /* tcp_cc.c: congestion controls to ask for */
     uint64_t cq_pushes;                  /* completions queued, ever (progress_thread.c) */
+    uint64_t moved;                      /* stream octets read and written, ever (same) */
     struct swp_pthread *pt;              /* siwarp_ctx_start_progress_thread, or NULL */
     struct swp_list pt_link;             /* swp_pt_all: contexts with a thread */
     uint32_t idle_calls;                 /* application passes in a row that found nothing */
