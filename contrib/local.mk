@@ -24,7 +24,7 @@ dist_noinst_SCRIPTS += contrib/run-main.sh contrib/netns.sh contrib/netns-mpirun
 EXTRA_DIST += contrib/probes/turnaround.c contrib/probes/wait-pingpong.c \
 	contrib/probes/uring-pingpong.c contrib/probes/tcp-streams.c \
 	contrib/probes/tcp-two-sockets.c contrib/probes/conn-ab.sh contrib/probes/ep-lookup.c \
-	contrib/probes/uct-idle-progress.c \
+	contrib/probes/uct-idle-progress.c contrib/probes/qpn-lookup.c \
 	contrib/README.md
 EXTRA_DIST += contrib/ompi5-root.sh
 
