@@ -326,6 +326,15 @@ uct_siwarp_conn_t *uct_siwarp_conn_find(uct_siwarp_iface_t *iface, const struct 
                                         const uint8_t *peer_secret);
 void uct_siwarp_conn_report(uct_siwarp_conn_t *conn);
 uct_siwarp_conn_t *uct_siwarp_conn_merge_target(uct_siwarp_conn_t *conn);
+/* May one more Send go (an AM, or UCT_SIWARP_AM_LEFT)?  At most the peer's
+ * rx_depth beyond what it reported consumed: the peer's Write of its count
+ * lands in credit_word at any progress (uct_siwarp_conn.c). */
+static inline int uct_siwarp_conn_has_credit(const uct_siwarp_conn_t *conn)
+{
+    uint64_t consumed = *(const volatile uint64_t*)conn->credit_word;
+
+    return conn->am_sent - consumed < conn->peer_rx_depth;
+}
 int uct_siwarp_conn_send_own(uct_siwarp_conn_t *conn, const void *buf, uint32_t len);
 int uct_siwarp_conn_send_left(uct_siwarp_conn_t *conn);
 void uct_siwarp_conn_retire(uct_siwarp_conn_t *conn);

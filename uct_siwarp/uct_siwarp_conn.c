@@ -524,10 +524,9 @@ int uct_siwarp_conn_send_own(uct_siwarp_conn_t *conn, const void *buf, uint32_t 
 int uct_siwarp_conn_send_left(uct_siwarp_conn_t *conn)
 {
     uct_siwarp_am_hdr_t hdr = { .am_id = UCT_SIWARP_AM_LEFT };
-    uint64_t consumed       = *(volatile uint64_t*)conn->credit_word;
     int rc;
 
-    if (conn->am_sent - consumed >= conn->peer_rx_depth) {
+    if (!uct_siwarp_conn_has_credit(conn)) {
         return -EAGAIN;
     }
     rc = uct_siwarp_conn_send_own(conn, &hdr, sizeof(hdr));

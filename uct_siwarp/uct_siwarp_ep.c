@@ -361,11 +361,7 @@ void uct_siwarp_ep_tx_done(uct_siwarp_ep_t *ep, const struct siwarp_wc *wc)
 
 static ucs_status_t uct_siwarp_ep_am_credit(uct_siwarp_ep_t *ep)
 {
-    /* the peer's Write of its consumed count lands here at any progress */
-    uct_siwarp_conn_t *conn = ep->conn;
-    uint64_t consumed       = *(volatile uint64_t*)conn->credit_word;
-
-    return (conn->am_sent - consumed < conn->peer_rx_depth) ? UCS_OK : UCS_ERR_NO_RESOURCE;
+    return uct_siwarp_conn_has_credit(ep->conn) ? UCS_OK : UCS_ERR_NO_RESOURCE;
 }
 
 static ucs_status_t uct_siwarp_ep_am_send(uct_siwarp_ep_t *ep, struct siwarp_sge *sge, int nsge,
