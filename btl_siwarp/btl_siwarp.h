@@ -21,6 +21,7 @@
 #include <pthread.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
+#include <net/if.h>
 
 #include "opal/class/opal_free_list.h"
 #include "opal/class/opal_list.h"
@@ -35,6 +36,7 @@
 
 #include "btl_siwarp_eptab.h"
 #include "btl_siwarp_regtab.h"
+#include "btl_siwarp_ifnear.h"
 
 /* the per-message path, grouped in .text.hot: see common/swp.h */
 #ifndef SWP_HOT
@@ -276,6 +278,7 @@ typedef struct mca_btl_siwarp_component_t {
     int   big_fpdu;          /* larger FPDUs between siwarp peers (0: off) */
     int   progress_thread;
     int   progress_thread_place;     /* 1: on a core the rank is not bound to (topo.c) */
+    int   if_near;           /* 1: addresses ordered by nearness (btl_siwarp_ifnear.c) */
     int   fallback;          /* enum mca_btl_siwarp_fallback */
     int   disable_loopback;
     int   rx_inline;         /* longest Send to ob1 from libsiwarp's staging */
@@ -296,6 +299,7 @@ typedef struct mca_btl_siwarp_listen_t {
     struct sockaddr_storage addr;
     struct siwarp_listener *listener;   /* NULL when MPA is disabled */
     int tcp_fd;                         /* plain-TCP fallback listener */
+    char name[IF_NAMESIZE];             /* the interface's */
 } mca_btl_siwarp_listen_t;
 
 /* A connection accepted on a fallback listener, its HELLO not all in
@@ -320,6 +324,8 @@ typedef struct mca_btl_siwarp_module_t {
     struct siwarp_cq  *cq;
 
     mca_btl_siwarp_listen_t listen[MCA_BTL_SIWARP_MAX_ADDRS];
+    mca_btl_siwarp_ifnear_net_t nets[MCA_BTL_SIWARP_MAX_ADDRS];
+                                     /* listen[i]'s network and nearness */
     int num_listen;
     unsigned polls;                  /* progress calls, to pace listener checks */
     uint64_t tcp_looked_ms;          /* last look at the fallback listeners, oversubscribed */
@@ -437,6 +443,9 @@ void mca_btl_siwarp_oversub_backoff(mca_btl_siwarp_module_t *m);
 
 /* topo.c: the progress thread on the nearest core the rank is not bound to */
 void mca_btl_siwarp_topo_place_thread(mca_btl_siwarp_module_t *m);
+/* mca_btl_siwarp_ifnear() of interface ifname for this rank's binding, from
+ * Open MPI's topology; -1 when the topology or the binding is unknown. */
+int mca_btl_siwarp_topo_if_near(const char *ifname);
 
 /* btl_siwarp_atomic.c: BTL atomics (btl_atomic_op / _fop / _cswap) */
 #define MCA_BTL_SIWARP_ATOMIC_FLAGS                                                     \

@@ -250,6 +250,57 @@ static int iwarp_listen_on(mca_btl_siwarp_module_t *m, struct sockaddr_storage *
     return rc;
 }
 
+/* listen[num_listen]'s network (for the order of a peer's addresses) and
+ * how near its interface is to this rank's cores. */
+static void if_network(mca_btl_siwarp_module_t *m, int idx, const char *name,
+                       const mca_btl_siwarp_modex_addr_t *x)
+{
+    mca_btl_siwarp_ifnear_net_t *n = &m->nets[m->num_listen];
+    uint32_t prefix = 0;
+
+    snprintf(m->listen[m->num_listen].name, sizeof(m->listen[0].name), "%s", name);
+    n->family = x->family;
+    memcpy(n->addr, x->addr, sizeof(n->addr));
+    /* opal keeps the mask as a prefix length; without one the address
+     * holds only itself */
+    n->prefix = OPAL_SUCCESS == opal_ifindextomask(idx, &prefix, sizeof(prefix))
+                    ? (int) prefix : (4 == x->family ? 32 : 128);
+    n->near = -1;
+#ifdef SIWARP_HAVE_HWLOC
+    if (mca_btl_siwarp_component.if_near) {
+        n->near = mca_btl_siwarp_topo_if_near(name);
+    }
+#endif
+}
+
+/* Publish the interfaces nearest to this rank's cores first: a peer tries
+ * our addresses in the order we publish them (btl_siwarp_ifnear.c). */
+static void order_by_nearness(mca_btl_siwarp_module_t *m)
+{
+    mca_btl_siwarp_listen_t listen[MCA_BTL_SIWARP_MAX_ADDRS];
+    mca_btl_siwarp_modex_addr_t modex[MCA_BTL_SIWARP_MAX_ADDRS];
+    mca_btl_siwarp_ifnear_net_t nets[MCA_BTL_SIWARP_MAX_ADDRS];
+    int key[MCA_BTL_SIWARP_MAX_ADDRS] = { 0 }, perm[MCA_BTL_SIWARP_MAX_ADDRS];
+    int n = m->num_listen;
+
+    for (int i = 0; i < n; i++) {
+        key[i] = m->nets[i].near < 0 ? 0 : m->nets[i].near;    /* unknown: as the machine */
+    }
+    mca_btl_siwarp_ifnear_sort(key, n, perm);
+    memcpy(listen, m->listen, sizeof(listen));
+    memcpy(modex, m->modex, sizeof(modex));
+    memcpy(nets, m->nets, sizeof(nets));
+    for (int i = 0; i < n; i++) {
+        m->listen[i] = listen[perm[i]];
+        m->modex[i] = modex[perm[i]];
+        m->nets[i] = nets[perm[i]];
+        BTL_VERBOSE(("interface %d: %s (%s/%d), nearness %d%s", i, m->listen[i].name,
+                     opal_net_get_hostname((struct sockaddr *) &m->listen[i].addr),
+                     m->nets[i].prefix, m->nets[i].near,
+                     m->nets[i].near < 0 ? " (not in the topology)" : ""));
+    }
+}
+
 static int setup_interfaces(mca_btl_siwarp_module_t *m)
 {
     mca_btl_siwarp_component_t *c = &mca_btl_siwarp_component;
@@ -318,6 +369,7 @@ static int setup_interfaces(mca_btl_siwarp_module_t *m)
             x->family = 6;
             memcpy(x->addr, &((struct sockaddr_in6 *) &ss)->sin6_addr, 16);
         }
+        if_network(m, idx, name, x);
         BTL_VERBOSE(("using %s (%s), iwarp port %u, tcp port %u", name,
                      opal_net_get_hostname((struct sockaddr *) &ss), ntohs(x->iwarp_port),
                      ntohs(x->tcp_port)));
@@ -325,6 +377,9 @@ static int setup_interfaces(mca_btl_siwarp_module_t *m)
     }
     opal_argv_free(include);
     opal_argv_free(exclude);
+    if (c->if_near) {
+        order_by_nearness(m);
+    }
     if (0 == m->num_listen) {
         rc = OPAL_ERR_NOT_AVAILABLE;
     }

@@ -130,7 +130,42 @@ void mca_btl_siwarp_ep_activate(mca_btl_siwarp_endpoint_t *ep)
     }
 }
 
+/* The address part of ss, into buf (INET6_ADDRSTRLEN octets). */
+static const char *sockaddr_host(const struct sockaddr_storage *ss, char *buf)
+{
+    if (AF_INET == ss->ss_family) {
+        inet_ntop(AF_INET, &((const struct sockaddr_in *) ss)->sin_addr, buf, INET6_ADDRSTRLEN);
+    } else if (AF_INET6 == ss->ss_family) {
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *) ss)->sin6_addr, buf,
+                  INET6_ADDRSTRLEN);
+    }
+    return buf;
+}
+
 /* ---- creation ------------------------------------------------------------ */
+
+/* Try first the peer's addresses on the network of our nearest interface,
+ * then on any of our networks, then routed ones; within each, the order
+ * the peer published (its nearest first).  (btl_siwarp_ifnear.c) */
+static void order_peer_addrs(const mca_btl_siwarp_module_t *m, mca_btl_siwarp_endpoint_t *ep)
+{
+    mca_btl_siwarp_modex_addr_t was[MCA_BTL_SIWARP_MAX_ADDRS];
+    int key[MCA_BTL_SIWARP_MAX_ADDRS] = { 0 }, perm[MCA_BTL_SIWARP_MAX_ADDRS];
+    int n = ep->num_addrs;
+
+    if (n < 2 || n > MCA_BTL_SIWARP_MAX_ADDRS) {
+        return;     /* more than we publish ourselves: leave them as they came */
+    }
+    for (int i = 0; i < n; i++) {
+        key[i] = mca_btl_siwarp_ifnear_score(m->nets, m->num_listen, ep->addrs[i].family,
+                                             ep->addrs[i].addr);
+    }
+    mca_btl_siwarp_ifnear_sort(key, n, perm);
+    memcpy(was, ep->addrs, (size_t) n * sizeof(was[0]));
+    for (int i = 0; i < n; i++) {
+        ep->addrs[i] = was[perm[i]];
+    }
+}
 
 mca_btl_siwarp_endpoint_t *mca_btl_siwarp_ep_create(mca_btl_siwarp_module_t *m,
                                                     opal_proc_t *proc)
@@ -159,6 +194,9 @@ mca_btl_siwarp_endpoint_t *mca_btl_siwarp_ep_create(mca_btl_siwarp_module_t *m,
     ep->name = proc->proc_name;
     ep->addrs = data;
     ep->num_addrs = (int) (size / sizeof(*data));
+    if (mca_btl_siwarp_component.if_near) {
+        order_peer_addrs(m, ep);
+    }
     ep->local = mca_btl_siwarp_stack_shared(proc);
     /* the pair's key, from what the peer published: a process of another
      * job connected by the runtime (spawn, accept/connect) is readable now */
@@ -607,9 +645,13 @@ int mca_btl_siwarp_ep_progress_connect(mca_btl_siwarp_endpoint_t *ep)
                 return 1;
             }
         }
-        BTL_VERBOSE(("%s connected: MPA rev %d crc %d markers %d rtr %d mulpdu %u",
-                     OPAL_NAME_PRINT(ep->name), attr.mpa_rev, attr.crc, attr.markers,
-                     attr.rtr, attr.mulpdu));
+        if (opal_btl_base_framework.framework_verbose >= 20) {
+            char here[INET6_ADDRSTRLEN] = "?", there[INET6_ADDRSTRLEN] = "?";
+            BTL_VERBOSE(("%s connected: MPA rev %d crc %d markers %d rtr %d mulpdu %u, "
+                         "local %s peer %s", OPAL_NAME_PRINT(ep->name), attr.mpa_rev,
+                         attr.crc, attr.markers, attr.rtr, attr.mulpdu,
+                         sockaddr_host(&attr.local, here), sockaddr_host(&attr.peer, there)));
+        }
         ep->rfc7306 = attr.rfc7306;
         mca_btl_siwarp_ep_connected(ep, MCA_BTL_SIWARP_TR_IWARP, pd.rq_depth);
         return 1;

@@ -86,6 +86,15 @@ int mca_btl_siwarp_params_register(void)
     reg_string("if_exclude", "Comma-separated list of interface names or CIDR networks "
                "not to use.  Mutually exclusive with btl_siwarp_if_include.",
                &c->if_exclude, OPAL_INFO_LVL_1);
+    c->if_near = 1;
+    reg_bool("if_near", "Order addresses by nearness: publish this rank's interfaces nearest "
+             "to the cores it is bound to first (Open MPI's hardware topology: the package "
+             "or group a NIC's PCI device hangs from), so that peers connect to those, and "
+             "try first the peer's addresses on the network of our nearest interface, then "
+             "on any of our networks, then routed ones.  The other interfaces stay in use "
+             "for peers only they reach.  0: the order the kernel lists interfaces in, and "
+             "the peer's addresses in the order it published them",
+             &c->if_near, OPAL_INFO_LVL_4);
     c->tcp_congestion = "reno,cubic";
     reg_string("tcp_congestion", "TCP congestion control for siwarp's connections: names "
                "tried in order on each socket, the first the kernel takes wins (one it lacks, "
@@ -407,6 +416,9 @@ int mca_btl_siwarp_params_verify(void)
     if ((c->crc | c->markers | c->progress_thread) & ~1) {
         return bad("btl_siwarp_crc/markers/progress_thread",
                    c->crc | c->markers | c->progress_thread, "0 or 1");
+    }
+    if (c->if_near & ~1) {
+        return bad("btl_siwarp_if_near", c->if_near, "0 or 1");
     }
     if (c->progress_thread_place & ~1) {
         return bad("btl_siwarp_progress_thread_place", c->progress_thread_place, "0 or 1");

@@ -1,7 +1,8 @@
 /*
- * btl_siwarp_topo.c - where the BTL's progress thread runs, from Open
- * MPI's hardware topology (opal_hwloc, the topology mpirun already loaded
- * and shares with its ranks).
+ * btl_siwarp_topo.c - what the BTL takes from Open MPI's hardware topology
+ * (opal_hwloc, the topology mpirun already loaded and shares with its
+ * ranks): where the progress thread runs, and how near each interface is
+ * to the rank's cores (the order of addresses: btl_siwarp_ifnear.c).
  *
  * A thread inherits its creator's binding: on a rank bound to one core
  * (mpirun's default up to 2 ranks a node) libsiwarp's progress thread would
@@ -138,4 +139,25 @@ void mca_btl_siwarp_topo_place_thread(mca_btl_siwarp_module_t *m)
     rc = siwarp_ctx_set_progress_thread_cpus(m->ctx, &set, sizeof(set));
     BTL_VERBOSE(("progress thread: on the nearest core no rank of this node is bound to (CPU %d): %s",
                  first, 0 == rc ? "placed" : strerror(-rc)));
+}
+
+/* The rank's binding as the kernel has it (sched_getaffinity: mpirun's
+ * binding or a taskset around the rank alike; hwloc_get_cpubind would
+ * refuse a topology loaded from a file, hwloc_base_topo_file). */
+int mca_btl_siwarp_topo_if_near(const char *ifname)
+{
+    hwloc_bitmap_t bound;
+    cpu_set_t set;
+    int near = -1;
+
+    if (OPAL_SUCCESS != opal_hwloc_base_get_topology() || NULL == opal_hwloc_topology ||
+        0 != sched_getaffinity(0, sizeof(set), &set) || NULL == (bound = hwloc_bitmap_alloc())) {
+        return -1;
+    }
+    if (0 == hwloc_cpuset_from_glibc_sched_affinity(opal_hwloc_topology, bound, &set,
+                                                    sizeof(set))) {
+        near = mca_btl_siwarp_ifnear(opal_hwloc_topology, bound, ifname);
+    }
+    hwloc_bitmap_free(bound);
+    return near;
 }

@@ -36,7 +36,9 @@ btl_siwarp_libbtlsiwarp_la_SOURCES = \
 	btl_siwarp/btl_siwarp_eptab.h \
 	btl_siwarp/btl_siwarp_eptab.c \
 	btl_siwarp/btl_siwarp_regtab.h \
-	btl_siwarp/btl_siwarp_regtab.c
+	btl_siwarp/btl_siwarp_regtab.c \
+	btl_siwarp/btl_siwarp_ifnear.h \
+	btl_siwarp/btl_siwarp_ifnear.c
 btl_siwarp_libbtlsiwarp_la_CPPFLAGS = -I$(top_srcdir)/include $(OMPI_CPPFLAGS) \
 	-DSIWARP_HELP_DIR='"$(btlsiwarphelpdir)"' \
 	-DSIWARP_SRC_HELP_DIR='"$(abs_top_srcdir)/btl_siwarp"'

@@ -13,7 +13,9 @@
 #
 # NAME must be short (interface names are limited to 15 characters) and
 # unique: callers use their PID, e.g. swp$$.  Options through the environment:
-#   NETNS_MTU (default 1500), NETNS_DELAY (tc netem delay on both ends, e.g. 1ms).
+#   NETNS_MTU (default 1500), NETNS_DELAY (tc netem delay on both ends, e.g. 1ms),
+#   NETNS_RAILS=2 (a second veth pair NAME-ws / NAME-wc on 10.232.0.1/24 and
+#   10.232.0.2/24, made after the first: two networks between the "hosts").
 set -eu
 
 usage() {
@@ -71,6 +73,13 @@ up)
     ip -n "$c" addr add 10.231.0.2/24 dev "$name-vc"
     ip -n "$s" addr add fd00:231::1/64 dev "$name-vs" nodad
     ip -n "$c" addr add fd00:231::2/64 dev "$name-vc" nodad
+    if [ "${NETNS_RAILS:-1}" = 2 ]; then
+        ip link add "$name-ws" netns "$s" type veth peer name "$name-wc" netns "$c"
+        ip -n "$s" link set "$name-ws" mtu "$mtu" up
+        ip -n "$c" link set "$name-wc" mtu "$mtu" up
+        ip -n "$s" addr add 10.232.0.1/24 dev "$name-ws"
+        ip -n "$c" addr add 10.232.0.2/24 dev "$name-wc"
+    fi
     if [ -n "${NETNS_DELAY:-}" ]; then
         ip netns exec "$s" tc qdisc add dev "$name-vs" root netem delay "$NETNS_DELAY"
         ip netns exec "$c" tc qdisc add dev "$name-vc" root netem delay "$NETNS_DELAY"
@@ -79,7 +88,10 @@ up)
     # poll the link state a bounded number of times)
     n=0
     until ip -n "$s" link show "$name-vs" | grep -q LOWER_UP &&
-          ip -n "$c" link show "$name-vc" | grep -q LOWER_UP; do
+          ip -n "$c" link show "$name-vc" | grep -q LOWER_UP &&
+          { [ "${NETNS_RAILS:-1}" != 2 ] ||
+            { ip -n "$s" link show "$name-ws" | grep -q LOWER_UP &&
+              ip -n "$c" link show "$name-wc" | grep -q LOWER_UP; }; }; do
         n=$((n + 1))
         if [ $n -gt 1000 ]; then
             echo "netns.sh: veth link $name-vs/$name-vc never came up" >&2

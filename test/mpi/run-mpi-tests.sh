@@ -81,6 +81,19 @@ else
     not_ok "endpoint table (test_eptab)"; diag "$log"
 fi
 
+# interface nearness and address order, driven with a topology of its own
+# (no MPI)
+log="$OUT/test_ifnear.log"
+if ! grep -q '^am__append_[0-9]* = -DSIWARP_HAVE_HWLOC' "$BUILDDIR/Makefile" 2>/dev/null; then
+    skip "interface nearness (test_ifnear)" "configure found no hwloc (libhwloc-dev)"
+elif cc -O2 -g -Wall -DSIWARP_HAVE_HWLOC -o "$OUT/test_ifnear" "$srcdir/test/mpi/test_ifnear.c" \
+        "$srcdir/btl_siwarp/btl_siwarp_ifnear.c" -lhwloc > "$log" 2>&1 &&
+   timeout 60 "$OUT/test_ifnear" >> "$log" 2>&1; then
+    ok "interface nearness from the topology, networks of peer addresses, stable order"
+else
+    not_ok "interface nearness (test_ifnear)"; diag "$log"
+fi
+
 if ompi_info 2>/dev/null | grep -q "MCA btl: siwarp"; then
     ok "ompi_info lists MCA btl: siwarp"
 else
@@ -419,6 +432,7 @@ bad_param btl_siwarp_rq_depth 0
 bad_param btl_siwarp_idle_quiet -1
 bad_param btl_siwarp_idle_wait_us -2
 bad_param btl_siwarp_progress_thread_place 3
+bad_param btl_siwarp_if_near 2
 
 if ompi_info --param btl siwarp --level 9 2>/dev/null | grep -q "btl_siwarp_progress_thread"; then
     ok "ompi_info --param btl siwarp --level 9 documents the parameters"
@@ -697,6 +711,54 @@ if section netns; then
     netns_run "ping-pong and exchange 0 B..$BIG4 B" "pingpong: ok" "$OUT/mpi_pingpong" $BIG4
     netns_run "buffers freed/unmapped/remapped between transfers" "remap: ok" "$OUT/mpi_remap"
     netns_run "collectives (bcast, allreduce, alltoall(v))" "collectives: ok" "$OUT/mpi_coll"
+
+    # Two networks between the namespaces, and a topology (hwloc XML, read
+    # by every process through hwloc_base_topo_file) that puts one NIC of
+    # each "host" on the package of the core its rank runs on: the
+    # connection must go over that network (btl_siwarp_if_near).  The
+    # second rail (w) is made after the first (v), so the kernel lists v
+    # first: with the topology swapped, or with btl_siwarp_if_near 0, it
+    # must go over v.
+    near_xml() {    # near_xml CPU0-NIC CPU0-NIC CPU1-NIC CPU1-NIC
+        nic() { echo "<object type=\"Bridge\" gp_index=\"${1}0\" bridge_type=\"0-1\" depth=\"0\" bridge_pci=\"0000:[$2-$2]\"><object type=\"PCIDev\" gp_index=\"${1}1\" pci_busid=\"0000:$2:00.0\" pci_type=\"0200 [8086:1572] [8086:0000] 01\" pci_link_speed=\"0.000000\"><object type=\"OSDev\" gp_index=\"${1}2\" name=\"$3\" osdev_type=\"2\"/></object></object>"; }
+        sets() { echo "cpuset=\"$1\" complete_cpuset=\"$1\" nodeset=\"$1\" complete_nodeset=\"$1\""; }
+        pkg() { echo "<object type=\"Package\" os_index=\"$1\" $(sets "$2") gp_index=\"${3}0\"><object type=\"NUMANode\" os_index=\"$1\" $(sets "$2") gp_index=\"${3}1\" local_memory=\"1073741824\"/><object type=\"Core\" os_index=\"$1\" $(sets "$2") gp_index=\"${3}2\"><object type=\"PU\" os_index=\"$1\" $(sets "$2") gp_index=\"${3}3\"/></object>"; }
+        echo '<?xml version="1.0" encoding="UTF-8"?><!DOCTYPE topology SYSTEM "hwloc2.dtd"><topology version="2.0">'
+        echo "<object type=\"Machine\" os_index=\"0\" $(sets 0x3) allowed_cpuset=\"0x3\" allowed_nodeset=\"0x3\" gp_index=\"1\">"
+        pkg 0 0x1 10; nic 20 01 "$1"; nic 30 02 "$2"; echo "</object>"
+        pkg 1 0x2 40; nic 50 03 "$3"; nic 60 04 "$4"; echo "</object></object></topology>"
+    }
+    near_run() {    # near_run NAME XML EXPECT-LOCAL-RE MCA-ARGS...
+        name=$1; xml=$2; want=$3; shift 3
+        nn=swpn$$
+        log="$OUT/netns_near_$(echo "$name" | tr -c 'A-Za-z0-9' _ | cut -c1-40).log"
+        if [ -n "$why" ]; then skip "two networks: $name" "$why"; return; fi
+        if [ "$(nproc)" -lt 2 ]; then skip "two networks: $name" "needs 2 CPUs, one per namespace"; return; fi
+        if ! grep -q '^am__append_[0-9]* = -DSIWARP_HAVE_HWLOC' "$BUILDDIR/Makefile" 2>/dev/null; then
+            skip "two networks: $name" "configure found no hwloc (libhwloc-dev)"; return
+        fi
+        # shellcheck disable=SC2086
+        near_xml $(echo "$xml" | sed "s/N-/$nn-/g") > "$OUT/near_topo.xml"
+        NETNS_NAME=$nn NETNS_RAILS=2 NETNS_MPIRUN_CPUS="0 1" NETNS_MPIRUN_TIMEOUT=$T \
+            NETNS_BTL_IF="$nn-vs,$nn-vc,$nn-ws,$nn-wc" "$NETNS_RUN" -np 2 --mca pml ob1 \
+            --mca btl siwarp,self --bind-to none --mca osc ^ucx --mca btl_base_verbose 20 \
+            --mca hwloc_base_topo_file "$OUT/near_topo.xml" "$@" \
+            "$OUT/mpi_pingpong" 65536 > "$log" 2>&1
+        rc=$?
+        if [ $rc -eq 0 ] && grep -q "pingpong: ok" "$log" &&
+           [ "$(grep -c "connected: MPA .* local $want" "$log")" -eq 2 ] &&
+           [ "$(grep -c "connected: MPA " "$log")" -eq 2 ]; then
+            ok "two networks: $name"
+        else
+            not_ok "two networks: $name (exit $rc)"; diag "$log"
+        fi
+    }
+    near_run "the rail whose NICs share each rank's package (btl_siwarp_if_near)" \
+        "N-ws N-vc N-vs N-wc" "10\.232\.0\." --mca btl_siwarp_if_near 1
+    near_run "the other rail when the topology says so" \
+        "N-vs N-wc N-ws N-vc" "\(10\.231\.0\.\|fd00:231::\)"
+    near_run "the kernel's order with btl_siwarp_if_near 0" \
+        "N-ws N-vc N-vs N-wc" "\(10\.231\.0\.\|fd00:231::\)" --mca btl_siwarp_if_near 0
     if [ -z "$why" ] && ip netns list 2>/dev/null | grep -q "^swpm"; then
         echo "# note: swpm* namespaces still present (another run?)"
     fi

@@ -13,25 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static int failures;
-#define EXPECT(expr, want)                                                             \
-    do {                                                                               \
-        long got_ = (long) (expr);                                                     \
-        if (got_ != (long) (want)) {                                                   \
-            fprintf(stderr, "%s:%d: %s = %ld, want %ld\n", __FILE__, __LINE__, #expr,  \
-                    got_, (long) (want));                                              \
-            failures++;                                                                \
-        }                                                                              \
-    } while (0)
-#define EXPECT_PTR(expr, want)                                                         \
-    do {                                                                               \
-        const void *got_ = (expr);                                                     \
-        if (got_ != (const void *) (want)) {                                           \
-            fprintf(stderr, "%s:%d: %s = %p, want %p\n", __FILE__, __LINE__, #expr,    \
-                    got_, (const void *) (want));                                      \
-            failures++;                                                                \
-        }                                                                              \
-    } while (0)
+#include "test_expect.h"
 
 #define JOBS 3
 #define RANKS 5000      /* past several of the table's growth steps */

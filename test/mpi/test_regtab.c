@@ -16,16 +16,7 @@
 #define W MCA_BTL_SIWARP_REGTAB_WRITE
 #define A MCA_BTL_SIWARP_REGTAB_ATOMIC
 
-static int failures;
-#define EXPECT(expr, want)                                                          \
-    do {                                                                            \
-        int got_ = (expr);                                                          \
-        if (got_ != (want)) {                                                       \
-            fprintf(stderr, "%s:%d: %s = %d, want %d\n", __FILE__, __LINE__, #expr, \
-                    got_, (want));                                                  \
-            failures++;                                                             \
-        }                                                                           \
-    } while (0)
+#include "test_expect.h"
 
 int main(void)
 {
