@@ -94,6 +94,9 @@ struct mca_btl_base_endpoint_t {
     /* TCP fallback */
     int fd;
     int tcp_connected;                  /* socket connected, HELLO sent */
+    uint64_t tcp_started_ms;            /* this attempt's connect() */
+    int tcp_hello_late;                 /* the HELLO left after half of connect_timeout */
+    int tcp_late_retried;               /* ... and the peer had closed: tried once more */
     opal_list_t tx_queue;               /* frames partly / not yet written */
     unsigned tx_epoch;                  /* module->polls at the last frame sent at once */
     int tx_held;                        /* frames held for the next progress call */

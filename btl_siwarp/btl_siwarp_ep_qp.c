@@ -90,6 +90,15 @@ void mca_btl_siwarp_conn_param(struct siwarp_conn_param *p)
     p->markers_fallback = 1;
     p->timeout_ms = c->connect_timeout;
     p->llp_timeout_ms = c->llp_timeout;
+    /* Our peers are the job's processes, at addresses the runtime gave us.
+     * One whose kernel took our connection but that does not answer is
+     * alive and not in MPI (computing, blocked in the runtime -- a parent
+     * inside MPI_Comm_spawn --, or stopped in a debugger): wait for it as
+     * btl tcp does, with keepalive at btl_siwarp_llp_timeout for a host
+     * or link that dies meanwhile.  Giving up after connect_timeout failed
+     * the job whenever a rank stayed out of MPI longer than that (three
+     * addresses: 30 s) while a peer made first contact. */
+    p->reply_wait_ms = -1;
 }
 
 void mca_btl_siwarp_ep_conn_param(mca_btl_siwarp_endpoint_t *ep, struct siwarp_conn_param *p,

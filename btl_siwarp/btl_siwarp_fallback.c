@@ -95,6 +95,19 @@ static void set_sock_opts(int fd, int nonblock)
     if (fl >= 0) {
         fcntl(fd, F_SETFL, nonblock ? (fl | O_NONBLOCK) : (fl & ~O_NONBLOCK));
     }
+    /* a dead host or link fails the connection, as on libsiwarp's own */
+    (void) siwarp_sock_set_llp_timeout(fd, mca_btl_siwarp_component.llp_timeout);
+}
+
+/* The non-blocking connect on fd is through. */
+static int tcp_connected_now(int fd)
+{
+    struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+    int err = 0;
+    socklen_t elen = sizeof(err);
+
+    return 1 == poll(&pfd, 1, 0) && (pfd.revents & POLLOUT) &&
+           0 == getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) && 0 == err;
 }
 
 /* the test hook SIWARP_BTL_TEST_RECORD (btl_siwarp_auth.c) */
@@ -158,10 +171,18 @@ int mca_btl_siwarp_tcp_connect(mca_btl_siwarp_endpoint_t *ep)
             ep->tcp_connected = 0;
             mca_btl_siwarp_tcp_rx_reset(ep);
             ep->transport = MCA_BTL_SIWARP_TR_TCP;
-            /* TCP connect plus HELLO / HELLO_ACK, bounded like the MPA exchange */
-            ep->deadline_ms = mca_btl_siwarp_now_ms() +
+            /* the TCP connect, bounded like the MPA exchange's; the
+             * HELLO_ACK, from a peer whose kernel took the connection, as
+             * long as the connection lives (as libsiwarp's reply_wait_ms) */
+            ep->tcp_started_ms = mca_btl_siwarp_now_ms();
+            ep->deadline_ms = ep->tcp_started_ms +
                               (uint64_t) mca_btl_siwarp_component.connect_timeout;
             mca_btl_siwarp_ep_activate(ep);
+            if (tcp_connected_now(fd)) {
+                /* the HELLO now, not at a progress call that an application
+                 * computing after its send makes only much later */
+                (void) mca_btl_siwarp_tcp_progress_connect(ep);
+            }
             return OPAL_SUCCESS;
         }
         close(fd);
@@ -298,9 +319,24 @@ int mca_btl_siwarp_tcp_progress_connect(mca_btl_siwarp_endpoint_t *ep)
             return 1;
         }
         ep->tcp_connected = 1;
+        ep->tcp_hello_late = mca_btl_siwarp_now_ms() - ep->tcp_started_ms >
+                             (uint64_t) mca_btl_siwarp_component.connect_timeout / 2;
+        ep->deadline_ms = UINT64_MAX;   /* keepalive decides from here */
         mca_btl_siwarp_tcp_rx_reset(ep);
     }
     rc = hs_read(ep, MCA_BTL_SIWARP_TCP_HELLO_ACK, sizeof(pd));
+    if (rc < 0 && 0 == ep->rx_hdr_got && ep->tcp_hello_late && !ep->tcp_late_retried) {
+        /* our HELLO left late and the peer had closed: its listener gave
+         * up waiting for it (connect_timeout), it did not refuse us */
+        BTL_VERBOSE(("our TCP hello to %s left late and the peer had closed; connecting again",
+                     OPAL_NAME_PRINT(ep->name)));
+        ep->tcp_late_retried = 1;
+        close(ep->fd);
+        ep->fd = -1;
+        ep->tcp_connected = 0;
+        ep->addr_idx--;         /* the same address: ep_next_addr moved past it */
+        return OPAL_SUCCESS == mca_btl_siwarp_tcp_connect(ep) ? 0 : 1;
+    }
     if (rc < 0) {
         mca_btl_siwarp_ep_fail(ep, errno ? strerror(errno)
                                : "peer closed the connection during the handshake", 1);

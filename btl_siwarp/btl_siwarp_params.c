@@ -241,11 +241,14 @@ int mca_btl_siwarp_params_register(void)
             "peer, go as BTL messages (0: off, every atomic a message; 1: on)",
             &c->rfc7306, OPAL_INFO_LVL_5);
     c->connect_timeout = 10000;
-    reg_int("connect_timeout", "Milliseconds allowed for each connection step: the MPA "
-            "exchange, the TCP-fallback handshake (an incoming MPA Request or HELLO "
-            "included), and the wait for the peer's own connection after losing a "
-            "simultaneous connect; a peer that misses it is reported and failed, an incoming "
-            "connection that misses it closed (100-600000)",
+    reg_int("connect_timeout", "Milliseconds allowed for each connection step: the TCP "
+            "connect, an incoming MPA Request or TCP-fallback HELLO, and the wait for the "
+            "peer's own connection after losing a simultaneous connect; a peer that misses "
+            "it is reported and failed, an incoming connection that misses it closed.  The "
+            "peer's answer to our own Request or HELLO is waited for as long as the "
+            "connection lives (keepalive at btl_siwarp_llp_timeout): a rank outside MPI "
+            "(computing, in MPI_Comm_spawn, in a debugger) answers when it is back "
+            "(100-600000)",
             &c->connect_timeout, OPAL_INFO_LVL_5);
     /* every eager message: one that comes whole (or whose rest libsiwarp
      * can read behind it) is then copied once, by ob1, out of the staging

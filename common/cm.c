@@ -170,8 +170,11 @@ static int cm_start_attempt(struct siwarp_qp *qp)
         return -errno;
     cm_nodelay(fd);
     swp_tcp_cc_apply(qp->ctx, fd);
+    qp->llp_preset_ms = 0;      /* a fresh socket: no keepalive yet */
     cm->in_got = 0;
     cm->out_len = cm->out_done = 0;
+    cm->started_ns = swp_now_ns();
+    cm->req_late = false;
     rc = connect(fd, (struct sockaddr *)&cm->peer, cm->peer_len);
     if (rc < 0 && errno != EINPROGRESS) {
         rc = -errno;
@@ -184,8 +187,36 @@ static int cm_start_attempt(struct siwarp_qp *qp)
         return rc;
     }
     cm->state = SWP_CM_TCP_CONNECTING;
+    /* The Request goes out in the next progress call, even when the
+     * connect is through at once: sent now, a peer answering while we do
+     * not progress (an application computing after its send) would, in
+     * RFC 6581 P2P mode, wait for our RTR in vain.  Sent late, it may find
+     * the peer's listener gone: cm_retry_late. */
     swp_timer_arm(qp->ctx, &cm->timer, (uint64_t)cm->param.timeout_ms, cm_timeout);
     return 0;
+}
+
+/* The peer closed before its Reply, and our Request had left late: its
+ * listener most likely gave up waiting for it (cm_listen.c: timeout_ms from
+ * its accept) -- not a refusal of our MPA revision or markers, which
+ * cm_fallback would infer.  One fresh attempt with the same parameters. */
+static bool cm_retry_late(struct siwarp_qp *qp)
+{
+    struct swp_cm *cm = &qp->cm;
+
+    if (cm->late_retried)
+        return false;
+    cm->late_retried = true;
+    SWP_DBG("qp %p: our MPA Request left late and the peer closed; connecting again", (void *)qp);
+    cm_close_fd(qp);
+    return cm_start_attempt(qp) == 0;
+}
+
+/* Did the Request leave later than a listener with our timeout_ms would
+ * wait for it (half of it, for one with a shorter one)? */
+static bool cm_req_was_late(const struct swp_cm *cm)
+{
+    return swp_now_ns() - cm->started_ns > (uint64_t)cm->param.timeout_ms * 1000000u / 2;
 }
 
 /* Peer refused what we asked for: try again on a fresh TCP connection with
@@ -247,17 +278,31 @@ static void cm_send_req(struct siwarp_qp *qp)
         return;
     }
     if (rc < 0) {
+        if (cm_req_was_late(&qp->cm) && cm_retry_late(qp))
+            return;
         if (!cm_fallback(qp, false, true))
             cm_fail(qp, rc, "sending MPA Request: %s", strerror(-rc));
         return;
     }
+    qp->cm.req_late = cm_req_was_late(&qp->cm);
     qp->cm.state = SWP_CM_WAIT_REP;
-    /* The Reply gets its own timeout_ms from now.  The Request goes out in
-     * the first progress call after the TCP connect; an application that
-     * did not progress for longer than timeout_ms (busy computing) would
-     * otherwise time out in that same call, blaming a peer that has not
-     * yet seen the Request, and retry on a fresh connection. */
-    swp_timer_arm(qp->ctx, &qp->cm.timer, (uint64_t)qp->cm.param.timeout_ms, cm_timeout);
+    if (qp->cm.param.reply_wait_ms < 0) {
+        /* No timer: the peer is alive (its kernel took the connection) and
+         * answers when it next progresses.  Keepalive at the LLP timeout
+         * from now on tells a dead host or link from a busy peer. */
+        swp_timer_cancel(&qp->cm.timer);
+        swp_qp_set_llp_timeout(qp);
+    } else {
+        /* The Reply gets its own time from now.  The Request goes out in
+         * the first progress call after the TCP connect; an application
+         * that did not progress for longer than that (busy computing)
+         * would otherwise time out in that same call, blaming a peer that
+         * has not yet seen the Request, and retry on a fresh connection. */
+        swp_timer_arm(qp->ctx, &qp->cm.timer,
+                      (uint64_t)(qp->cm.param.reply_wait_ms ? qp->cm.param.reply_wait_ms
+                                                            : qp->cm.param.timeout_ms),
+                      cm_timeout);
+    }
     swp_poll_mod(qp->ctx, &qp->pl, EPOLLIN | EPOLLRDHUP);
 }
 
@@ -356,7 +401,10 @@ static void cm_read_reply(struct siwarp_qp *qp)
         return;
     }
     /* closed or reset before a full Reply: a rev 1 peer closes on rev 2
-     * (RFC 5044 7.1), so may a peer refusing markers */
+     * (RFC 5044 7.1), so may a peer refusing markers -- and a listener
+     * that waited for a Request we sent late */
+    if (cm->in_got == 0 && cm->req_late && cm_retry_late(qp))
+        return;
     if (cm_fallback(qp, cm->param.markers != 0, true))
         return;
     if (rc == -ECONNRESET)

@@ -539,6 +539,11 @@ int swp_sock_set_llp_timeout(int fd, int ms)
     return ms;
 }
 
+int siwarp_sock_set_llp_timeout(int fd, int ms)
+{
+    return swp_sock_set_llp_timeout(fd, ms);
+}
+
 /* The LLP timeout, in ms (<= 0: off): conn_param.llp_timeout_ms. */
 static int swp_qp_llp_ms(const struct siwarp_qp *qp)
 {
@@ -548,7 +553,7 @@ static int swp_qp_llp_ms(const struct siwarp_qp *qp)
 /* An accepted socket comes with its listener's options (Linux copies them
  * to the child): five syscalls a connection saved when they already say
  * what this QP wants. */
-static void swp_qp_set_llp_timeout(struct siwarp_qp *qp)
+void swp_qp_set_llp_timeout(struct siwarp_qp *qp)
 {
     int ms = swp_qp_llp_ms(qp);
 
@@ -557,6 +562,7 @@ static void swp_qp_set_llp_timeout(struct siwarp_qp *qp)
     if (ms == qp->llp_preset_ms || (ms < 0 && qp->llp_preset_ms == 0))
         return;
     swp_sock_set_llp_timeout(qp->pl.fd, ms);
+    qp->llp_preset_ms = ms < 0 ? 0 : ms;    /* done once, also when applied early */
 }
 
 /* A peer that announced an FPDU (its length, or part of its payload) and

@@ -104,6 +104,9 @@ void swp_ctx_kick(struct siwarp_ctx *ctx);
 /* qp.c: keepalive and TCP_USER_TIMEOUT on a socket for an LLP timeout of
  * ms (0: the default, < 0: none); returns the timeout it stands for */
 int swp_sock_set_llp_timeout(int fd, int ms);
+/* ... on the QP's socket, per conn_param.llp_timeout_ms, unless it has it
+ * already (llp_preset_ms) */
+void swp_qp_set_llp_timeout(struct siwarp_qp *qp);
 int  swp_progress_locked(struct siwarp_ctx *ctx, int timeout_ms);
 /* One non-blocking pass over every socket, listeners included: never the
  * busy-poll fast path. */
@@ -430,6 +433,9 @@ struct swp_cm {
     struct sockaddr_storage peer;
     socklen_t peer_len;
     int tries;                 /* fallbacks taken (v1, no markers) */
+    uint64_t started_ns;       /* this attempt's connect() */
+    bool req_late;             /* our Request left late (cm_send_req) */
+    bool late_retried;         /* ... and a fresh attempt was made for it */
     uint8_t user_pd[SWP_MPA_MAX_PD];
 };
 

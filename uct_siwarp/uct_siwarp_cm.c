@@ -21,6 +21,12 @@ void uct_siwarp_conn_param(uct_siwarp_iface_t *iface, struct siwarp_conn_param *
 
     siwarp_conn_param_default(p);
     p->llp_timeout_ms = iface->config.llp_timeout_ms;
+    /* A peer iface whose kernel took our connection is alive; without a
+     * progress thread it reads our Request only when its process next
+     * progresses the worker, which a process computing does not.  Wait as
+     * long as the connection lives (keepalive at the LLP timeout), as UCX's
+     * tcp transport waits for its peer. */
+    p->reply_wait_ms  = -1;
     p->crc            = iface->config.crc;
     /* Between two software stacks, FPDUs of 64 KiB instead of the MSS: one
      * header, CRC and read per 64 KiB on the veth pair (MSS 1448), as the

@@ -145,6 +145,11 @@ int  siwarp_ctx_set_tcp_congestion(struct siwarp_ctx *ctx, const char *list);
 int  siwarp_sock_set_congestion(int fd, const char *list, char *chosen, size_t cap);
 /* 0 if list is well formed ("" included), else -EINVAL. */
 int  siwarp_tcp_congestion_check(const char *list);
+/* Dead-peer detection on one socket as libsiwarp's own connections have it
+ * (conn_param.llp_timeout_ms): TCP keepalive and TCP_USER_TIMEOUT sized so
+ * that a dead host or link fails the socket with ETIMEDOUT within about ms
+ * (0: the default 30000; negative: both off).  Returns the timeout set. */
+int  siwarp_sock_set_llp_timeout(int fd, int ms);
 /* Create a context on a backend.  dev: NULL or "auto" (the first verbs
  * device of transport iWARP if there is one, else software), "soft"
  * (software), or a verbs device name ("siw0", "cxgb4_0", ...): -ENODEV if
@@ -426,6 +431,15 @@ struct siwarp_conn_param {
      * other peer sends), so leave it 0 toward siw or an RNIC.  Responder:
      * an offer is accepted unless this is negative. */
     int      rfc7306;
+    /* Initiator, software stack: how long the MPA Reply may take once the
+     * Request is in the peer's socket.  0: timeout_ms.  Negative: as long
+     * as the TCP connection lives -- the LLP timeout's keepalive is on the
+     * socket from then, so a dead host or link still fails it
+     * (-ETIMEDOUT).  For peers known to be ours that may not progress for
+     * a while: an MPI rank computing, blocked in its runtime, or stopped in
+     * a debugger reads our Request only when it next progresses, and its
+     * kernel has already accepted the connection. */
+    int      reply_wait_ms;
 };
 void siwarp_conn_param_default(struct siwarp_conn_param *p);
 

@@ -23,6 +23,10 @@
 #      btl_siwarp_llp_timeout to 10 s, plus the abort).  The time is measured and printed.  FAULT_TCP_COMPARE=1 also
 #      runs the same with btl tcp (bounded at 120 s) and prints its outcome
 #      (informational: never fails).
+#   3b. the data link goes down while rank 0's connection request waits for
+#      rank 1, which stays out of MPI for 10 minutes (a busy peer is waited
+#      for): keepalive at btl_siwarp_llp_timeout must fail the job within
+#      FAULT_LINK_BOUND, naming both hosts;
 #   3u. the same with pml ucx over the siwarp UCX transport (uct_siwarp,
 #      UCX_SIWARP_LLP_TIMEOUT=10s): the rank whose connection failed ends
 #      with a message naming the peer's address, and the job with it.
@@ -60,7 +64,7 @@ export OMPI_MCA_rmaps_base_oversubscribe=1
 MPIRUN_BASE="mpirun --bind-to none"
 MPIRUN="$MPIRUN_BASE --mca pml ob1"
 
-for prog in fault/mpi_soak mpi/mpi_flood mpi/mpi_pingpong; do
+for prog in fault/mpi_soak mpi/mpi_flood mpi/mpi_pingpong mpi/mpi_busy_peer; do
     if ! mpicc -O2 -g -Wall -o "$OUT/${prog#*/}" "$srcdir/test/$prog.c" > "$OUT/build.log" 2>&1; then
         echo "1..1"; not_ok "build ${prog#*/}"; diag "$OUT/build.log"; exit 1
     fi
@@ -237,14 +241,15 @@ link_down() {
         ${LINK_MPIRUN:-$MPIRUN} --hostfile "$OUT/hostfile" --map-by node -np 2 \
         --mca plm_rsh_agent "$srcdir/contrib/netns-mpirun.sh --agent" \
         --mca oob_tcp_if_include "$name-os,$name-oc" "$@" \
-        "$OUT/mpi_soak" -t 600 -r 1 -a 65536 -m 1048576 > "$log" 2>&1 &
+        ${LINK_PROG:-"$OUT/mpi_soak" -t 600 -r 1 -a 65536 -m 1048576} > "$log" 2>&1 &
     job=$!
     started="$started $job"
-    if ! wait_line "$log" '^soak: t=' 60; then
+    if ! wait_line "$log" "${LINK_READY:-^soak: t=}" 60; then
         kill -9 "$job" 2>/dev/null
         wait "$job"
         return 3
     fi
+    sleep "${LINK_SETTLE:-0}"
     t0=$(now)
     ip -n "$name-c" link set "$name-vc" down
     wait_pid "$job" "$bound"
@@ -291,6 +296,32 @@ else
             echo "# btl tcp for comparison: mpirun exited $rc after ${t} s"
         fi
         ok "btl tcp link-down comparison measured (informational)"
+    fi
+fi
+
+# ---- 3b. the link goes down while a connection waits for a busy peer ---------------
+# Rank 1 stays out of MPI for 10 minutes; rank 0's connection request waits
+# for its answer (a busy peer is waited for: btl_siwarp_connect_timeout
+# does not end it).  When the data link goes down, keepalive at the LLP
+# timeout must end the wait: the job fails within the bound, naming both
+# hosts, instead of waiting out the busy rank.
+log=$OUT/linkdown-waiting.log
+if ! "$srcdir/contrib/netns.sh" check >/dev/null 2>&1 || ! command -v unshare >/dev/null 2>&1 ||
+   [ ! -x "$srcdir/contrib/netns-mpirun.sh" ]; then
+    skip "data link down while a connection waits for a busy peer" "needs root, ip netns, unshare, contrib/netns-mpirun.sh"
+else
+    LINK_PROG="$OUT/mpi_busy_peer recv 600000" LINK_READY="^busy_peer: rank 1 out of MPI" \
+        LINK_SETTLE=2 link_down "$LB" --mca btl siwarp,self \
+        --mca btl_siwarp_if_include 10.231.0.0/24 --mca btl_siwarp_llp_timeout 10000
+    lrc=$?
+    if [ $lrc -ne 0 ]; then
+        not_ok "link down while waiting: setup failed ($lrc)"; diag "$log"
+    elif [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -aq "$name-s" "$log" && grep -aq "$name-c" "$log"; then
+        ok "data link down while a connection waits for a busy peer: job fails after ${t} s (bound ${LB} s, rc $rc), message names $name-s and $name-c"
+        grep -a "failed:" "$log" | head -2 | sed 's/^/#   /'
+    else
+        not_ok "data link down while a connection waits for a busy peer: rc $rc after ${t} s (bound ${LB} s)"
+        diag "$log" 15
     fi
 fi
 

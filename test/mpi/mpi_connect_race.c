@@ -5,12 +5,15 @@
  * simultaneously); then the odd ranks compute for BUSY ms without calling
  * MPI while the even ranks wait in MPI.  Run with btl_siwarp_connect_timeout
  * below BUSY (and above BUSY / 2): an even rank's MPA Request to an odd rank
- * goes unanswered, times out, and is retried on the odd rank's next address,
- * so the odd rank finds two requests from the same peer when it wakes up --
- * one the peer already gave up (its socket closed) and the live one.  The
- * odd rank must keep the live connection and not trade a connection it
- * accepted for another request (that closed the connection under the
- * peer's first Sends: "peer closed the connection with work in flight").
+ * goes unanswered longer than the timeout.  It waits (the BTL's
+ * reply_wait_ms); before 2026-12-06 it timed out and was retried on the odd
+ * rank's next address, so the odd rank found two requests from the same
+ * peer when it woke up -- one the peer had given up (its socket closed) and
+ * the live one -- and had to keep the live connection, not trade a
+ * connection it accepted for another request (that closed the connection
+ * under the peer's first Sends: "peer closed the connection with work in
+ * flight").  The odd ranks' own Requests leave late, after the busy phase,
+ * and may find the even ranks' listeners gone (libsiwarp retries them).
  *
  * Then traffic in both directions checks that no message is lost or
  * duplicated: MPI's non-overtaking order makes a lost message show up as

@@ -44,7 +44,7 @@ mpi_tap_usable || exit 0
 
 PROGS="mpi_pingpong mpi_anysrc mpi_datatype mpi_flood mpi_coll mpi_onesided mpi_remap mpi-bench
        mpi_hostile mpi_oneway mpi_big mpi_connect_race mpi_threads mpi_regcount
-       mpi_progress_rule mpi_stranger"
+       mpi_progress_rule mpi_stranger mpi_busy_peer"
 # the TAP plan is printed at the end (tests are added and skipped by
 # environment: netns, big messages)
 
@@ -636,6 +636,31 @@ vrun tcp_cc_default 2 -x SIWARP_DEBUG=1 "$OUT/mpi_pingpong" 65536
 vcheck $? tcp_cc_default "TCP congestion control: reno on every socket by default" \
     "TCP congestion control reno" "!TCP congestion control cubic"
 run "mpi-bench smoke (0 B..1 MiB)" 2 "$OUT/mpi-bench" -m 1048576 -i 20
+
+# First contact with a rank that stays out of MPI five times as long as
+# btl_siwarp_connect_timeout (three addresses: it outlasts every retry the
+# old rule made): the connection waits for it, as btl tcp's does, over
+# iWARP and over the framed-TCP fallback, and no request is left behind to
+# be refused as "played again".  Over iWARP the connection keeps MPA
+# revision 2 (a late Request once made the retry fall back to revision 1).
+for mode in recv send; do
+    for mpa in 1 0; do
+        log="$OUT/busy_peer_${mode}_mpa$mpa.log"
+        t0=$(date +%s)
+        timeout 90 $MPIRUN -np 2 --mca btl_siwarp_mpa $mpa --mca btl_siwarp_connect_timeout 1000 \
+            --mca btl_base_verbose 20 "$OUT/mpi_busy_peer" $mode 5000 > "$log" 2>&1
+        rc=$?
+        dt=$(( $(date +%s) - t0 ))
+        revs=$(grep -c "connected: MPA rev 2 " "$log")
+        if [ $rc -eq 0 ] && grep -q "busy_peer: ok" "$log" &&
+           ! grep -q "refused a connection\|played again" "$log" &&
+           { [ $mpa = 0 ] || [ "$revs" -eq 2 ]; }; then
+            ok "first contact with a rank 5 s out of MPI ($mode side, mpa=$mpa, connect_timeout 1 s): waited, ${dt}s"
+        else
+            not_ok "first contact with a rank 5 s out of MPI ($mode side, mpa=$mpa; exit $rc, ${dt}s, rev-2 connections $revs)"; diag "$log"
+        fi
+    done
+done
 
 # First contact while the odd ranks compute without progress for longer than
 # the MPA timeout: the even ranks' requests time out and are retried on the
