@@ -124,6 +124,7 @@ typedef struct uct_siwarp_iface_config {
     int                atomics;
     int                crc;
     double             llp_timeout;
+    double             stall_timeout;
     int                progress_thread;
     unsigned long      tx_coalesce;      /* UCS_ULUNITS_AUTO: by progress_thread */
 } uct_siwarp_iface_config_t;
@@ -232,6 +233,7 @@ typedef struct uct_siwarp_iface {
         int      atomics;
         int      crc;                    /* ask for MPA CRC (UCX_SIWARP_CRC) */
         int      llp_timeout_ms;
+        int      stall_timeout_ms;   /* a first message owed, a message begun */
         unsigned tx_coalesce;            /* qp_init_attr.tx_coalesce */
     } config;
     int                    pt_user;   /* counted in md->pt_users */

@@ -143,7 +143,8 @@ static void uct_siwarp_accept_one(uct_siwarp_iface_t *iface, struct siwarp_conn_
      * first Send proved the key over this Reply's fresh nonce */
     rc = conn->fin_due ? 0 :     /* a verbs device: uct_siwarp_conn_new says how */
          siwarp_qp_verify_first_send(conn->qp, uct_siwarp_auth_verify_first, conn,
-                                     sizeof(uct_siwarp_auth_fin_t), iface->config.llp_timeout_ms);
+                                     sizeof(uct_siwarp_auth_fin_t),
+                                     iface->config.stall_timeout_ms);
     if (rc < 0) {
         ucs_error("siwarp: siwarp_qp_verify_first_send: %s", strerror(-rc));
         goto err;

@@ -91,7 +91,8 @@ uct_siwarp_conn_t *uct_siwarp_conn_new(uct_siwarp_iface_t *iface, int initiator)
     if (nbufs > iface->config.rx_depth) {
         conn->fin_due      = 1;
         iface->conns_dirty = 1;
-        conn->fin_deadline = ucs_get_time() + ucs_time_from_msec(iface->config.llp_timeout_ms);
+        conn->fin_deadline = ucs_get_time() +
+                             ucs_time_from_msec(iface->config.stall_timeout_ms);
     }
     ucs_list_add_tail(&iface->conns, &conn->list);
 

@@ -83,6 +83,15 @@ static ucs_config_field_t uct_siwarp_iface_config_table[] = {
      "(TCP keepalive and TCP_USER_TIMEOUT, siwarp_conn_param.llp_timeout_ms)",
      ucs_offsetof(uct_siwarp_iface_config_t, llp_timeout), UCS_CONFIG_TYPE_TIME},
 
+    {"STALL_TIMEOUT", "300s",
+     "A peer whose TCP connection lives but that stopped inside a message it\n"
+     "began, or that connected and still owes its first message (the proof of\n"
+     "the iface key), is cut off after this long.  A process that computes\n"
+     "outside UCX right after its first send to a peer looks the same: keep it\n"
+     "above the application's longest pause between UCX calls (as the BTL's\n"
+     "btl_siwarp_stall_timeout)",
+     ucs_offsetof(uct_siwarp_iface_config_t, stall_timeout), UCS_CONFIG_TYPE_TIME},
+
     {NULL}
 };
 
@@ -675,6 +684,11 @@ static ucs_status_t uct_siwarp_iface_config_verify(const uct_siwarp_iface_config
     };
     size_t i;
 
+    if ((c->stall_timeout < 1.0) || (c->stall_timeout > 3600.0)) {
+        ucs_error("siwarp: UCX_SIWARP_STALL_TIMEOUT=%gs: must be 1s .. 3600s", c->stall_timeout);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
     for (i = 0; i < ucs_static_array_size(range); i++) {
         if ((range[i].value < range[i].min) || (range[i].value > range[i].max)) {
             ucs_error("siwarp: UCX_SIWARP_%s=%zu: must be %zu .. %zu", range[i].name,
@@ -719,6 +733,12 @@ static UCS_CLASS_INIT_FUNC(uct_siwarp_iface_t, uct_md_h tl_md, uct_worker_h work
     self->config.atomics        = config->atomics;
     self->config.crc            = config->crc;
     self->config.llp_timeout_ms = (int)ucs_min(config->llp_timeout * 1000.0, (double)INT32_MAX);
+    self->config.stall_timeout_ms = (int)ucs_min(config->stall_timeout * 1000.0,
+                                                 (double)INT32_MAX);
+    if (uct_siwarp_md_is_soft(self->md)) {
+        /* the context's, shared by the md's ifaces: the last one opened sets it */
+        (void)siwarp_ctx_set_rx_stall(self->md->ctx, self->config.stall_timeout_ms);
+    }
     self->event_fd              = -1;
     self->op_size               = sizeof(uct_siwarp_op_t) + sizeof(uct_siwarp_am_hdr_t) +
                                   UCT_SIWARP_MAX_HDR;

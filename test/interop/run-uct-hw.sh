@@ -89,7 +89,7 @@ B="-s 1048576 -n 20 -w 2"
 # ID KIND ARGS (guest-uct.sh); for server/client the host runs the other end
 cat >"$SHARE/run/steps" <<STEPS
 ${UCT_HW_STEPS:-g-info info
-g-check check UCX_SIWARP_LLP_TIMEOUT=8s eth0
+g-check check UCX_SIWARP_LLP_TIMEOUT=8s UCX_SIWARP_STALL_TIMEOUT=8s eth0
 g-am-short pair $U -t am_lat $L
 g-am-bcopy pair $U -t am_lat -D bcopy -s 4096 $L
 g-put-short pair $U -t put_lat $L
@@ -163,7 +163,7 @@ verdict() {
             tail -5 "$log" | sed 's/^/#   /'
         fi ;;
     check)
-        # uct_check on siw0 (UCX_SIWARP_LLP_TIMEOUT short, so that a
+        # uct_check on siw0 (UCX_SIWARP_LLP_TIMEOUT and _STALL_TIMEOUT short, so that a
         # connection whose proof never comes is cut off within its wait):
         # everything passes, the verbs acceptor challenged the replayed
         # request and refused the replayed answer (uct_siwarp_challenge.c)

@@ -43,8 +43,8 @@ result $((! $?)) "ucx_info -d without the setting does not list it (control)"
 timeout 60 env LD_PRELOAD="$MOD" ucx_info -c -f >"$log" 2>&1
 grep -q "UCX_SIWARP_RX_QUEUE_LEN=128" "$log" && grep -q "UCX_SIWARP_SEG_SIZE=16512" "$log" &&
     grep -q "UCX_SIWARP_PROGRESS_THREAD=y" "$log" && grep -q "UCX_SIWARP_TX_COALESCE=auto" "$log" &&
-    grep -q "UCX_SIWARP_CRC=y" "$log"
-result $? "ucx_info -c -f documents UCX_SIWARP_* (RX_QUEUE_LEN 128, SEG_SIZE 16512, PROGRESS_THREAD y, TX_COALESCE auto, CRC y)" "$log"
+    grep -q "UCX_SIWARP_CRC=y" "$log" && grep -q "UCX_SIWARP_STALL_TIMEOUT=300000000" "$log"
+result $? "ucx_info -c -f documents UCX_SIWARP_* (RX_QUEUE_LEN 128, SEG_SIZE 16512, PROGRESS_THREAD y, TX_COALESCE auto, CRC y, STALL_TIMEOUT 300s)" "$log"
 
 log=$OUT/uct_check_badparam.log
 timeout "$T" env LD_PRELOAD="$MOD" UCX_SIWARP_RX_QUEUE_LEN=1 "$OUT/uct_check" "$DEV" >"$log" 2>&1
@@ -55,6 +55,10 @@ timeout "$T" env LD_PRELOAD="$MOD" UCX_SIWARP_TX_COALESCE=5000 "$OUT/uct_check" 
 rc=$?
 [ $rc -ne 0 ] && grep -q "UCX_SIWARP_TX_COALESCE=5000: must be 0 .. 1024" "$log"
 result $? "UCX_SIWARP_TX_COALESCE=5000 is refused with a message naming it" "$log"
+timeout "$T" env LD_PRELOAD="$MOD" UCX_SIWARP_STALL_TIMEOUT=0.5s "$OUT/uct_check" "$DEV" >"$log" 2>&1
+rc=$?
+[ $rc -ne 0 ] && grep -q "UCX_SIWARP_STALL_TIMEOUT=0.5s: must be 1s .. 3600s" "$log"
+result $? "UCX_SIWARP_STALL_TIMEOUT=0.5s is refused with a message naming it" "$log"
 
 # ---- UCT operations, checked byte by byte -----------------------------------
 # Twice: as the software stack accepts, and with every acceptor challenging
@@ -133,7 +137,7 @@ blog=$OUT/build.log
 : >"$blog"
 bok=0
 for p in mpi_pingpong mpi_coll mpi_onesided mpi_rma mpi_passive mpi_spawn mpi_accept \
-         mpi_progress_rule; do
+         mpi_progress_rule mpi_busy_peer; do
     mpicc -O2 -g -I"$srcdir/test/mpi" -o "$OUT/$p" "$srcdir/test/mpi/$p.c" >>"$blog" 2>&1 || bok=1
 done
 result $bok "build the MPI test programs with mpicc" "$blog"
@@ -173,6 +177,19 @@ mpi_run "MPI_Comm_accept/connect between halves of the job" 4 --oversubscribe \
     "$OUT/mpi_accept" split
 mpi_run "30 accept/connect/disconnect cycles, descriptors flat" 2 \
     "$OUT/mpi_accept" cycles 30 4 0
+
+# First contact with a rank out of MPI (computing) for longer than the LLP
+# timeout, with and without the progress thread: the connection waits for
+# it (siwarp_conn_param.reply_wait_ms), and an accepted connection waits
+# for the busy initiator's first message up to UCX_SIWARP_STALL_TIMEOUT
+# (it was the LLP timeout: the job died).
+for pt in y n; do
+    for mode in recv send; do
+        mpi_run "first contact with a rank 8 s out of MPI ($mode side, LLP 3 s, thread $pt)" 2 \
+            -x UCX_SIWARP_LLP_TIMEOUT=3s -x UCX_SIWARP_PROGRESS_THREAD=$pt \
+            "$OUT/mpi_busy_peer" $mode 8000
+    done
+done
 
 # True passive target: the target spins outside MPI while rank 0's atomics,
 # put, get and compare-and-swap (each flushed) must complete; only
