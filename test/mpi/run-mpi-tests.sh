@@ -762,6 +762,11 @@ if section netns; then
         if ! grep -q '^am__append_[0-9]* = -DSIWARP_HAVE_HWLOC' "$BUILDDIR/Makefile" 2>/dev/null; then
             skip "two networks: $name" "configure found no hwloc (libhwloc-dev)"; return
         fi
+        if ! ompi_info --param hwloc base --level 9 2>/dev/null | grep -q "hwloc_base_topo_file"; then
+            # (Open MPI 5 takes the topology from PRRTE, which has no such
+            # parameter for its ranks)
+            skip "two networks: $name" "this Open MPI has no hwloc_base_topo_file to give the ranks a topology"; return
+        fi
         # shellcheck disable=SC2086
         near_xml $(echo "$xml" | sed "s/N-/$nn-/g") > "$OUT/near_topo.xml"
         NETNS_NAME=$nn NETNS_RAILS=2 NETNS_MPIRUN_CPUS="0 1" NETNS_MPIRUN_TIMEOUT=$T \
