@@ -21,7 +21,7 @@ TESTS += test/fault/mpi-faults.sh test/fault/soak-short.sh
 endif
 dist_noinst_SCRIPTS += test/fault/mpi-faults.sh test/fault/soak-short.sh contrib/soak.sh
 EXTRA_DIST += test/fault/mpi_soak.c
-CLEANFILES += test/fault/*.log test/fault/mpi_soak test/fault/hostfile test/fault/netns.env
+CLEANFILES += test/fault/*.log test/fault/mpi_soak test/fault/hostfile test/fault/netns.env test/fault/mpi_busy_peer
 
 # The long soak: make soak [SOAK_MINUTES=5]
 .PHONY: soak

@@ -14,4 +14,4 @@ dist_noinst_SCRIPTS += test/uct/run-uct-tests.sh
 EXTRA_DIST += test/uct/shmem_check.c test/uct/shmem_bench.c test/uct/lib-perftest.sh contrib/bench-uct.sh
 CLEANFILES += test/uct/*.log test/uct/mpi_pingpong test/uct/mpi_coll test/uct/mpi_onesided \
 	test/uct/mpi_rma test/uct/shmem_check test/uct/mpi_spawn test/uct/mpi_accept \
-	test/uct/mpi_progress_rule
+	test/uct/mpi_progress_rule test/uct/mpi_busy_peer
