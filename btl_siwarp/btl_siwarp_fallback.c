@@ -183,7 +183,7 @@ int mca_btl_siwarp_tcp_connect(mca_btl_siwarp_endpoint_t *ep)
                  * computing after its send makes only much later */
                 (void) mca_btl_siwarp_tcp_progress_connect(ep);
             }
-            return OPAL_SUCCESS;
+            return MCA_BTL_SIWARP_EP_FAILED == ep->state ? OPAL_ERR_UNREACH : OPAL_SUCCESS;
         }
         close(fd);
     }
