@@ -115,7 +115,9 @@ static void cm_timeout(struct swp_timer *t)
     const char *w = (unsigned)qp->cm.state < sizeof(what) / sizeof(what[0]) &&
                     what[qp->cm.state] ? what[qp->cm.state] : "MPA exchange incomplete";
 
-    cm_fail(qp, -ETIMEDOUT, "%s within %d ms", w, qp->cm.param.timeout_ms);
+    cm_fail(qp, -ETIMEDOUT, "%s within %d ms", w,
+            qp->cm.state == SWP_CM_WAIT_REP && qp->cm.param.reply_wait_ms > 0
+                ? qp->cm.param.reply_wait_ms : qp->cm.param.timeout_ms);
 }
 
 /* ---- socket plumbing ------------------------------------------------------------ */

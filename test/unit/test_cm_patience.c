@@ -17,6 +17,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -123,6 +124,12 @@ static void busy_peer(int reply_wait_ms, int busy_ms, bool want_connected)
         ASSERT_EQ(qp_state(i.qp, &a), SIWARP_QPS_ERROR);
         ASSERT_EQ(a.error, -ETIMEDOUT);
         ASSERT(strstr(a.error_str, "MPA Reply"));
+        {
+            char within[32];    /* the bound that ended it, as set */
+            snprintf(within, sizeof(within), "within %d ms",
+                     reply_wait_ms > 0 ? reply_wait_ms : p.timeout_ms);
+            ASSERT(strstr(a.error_str, within));
+        }
         goto out;
     }
     ASSERT_EQ(qp_state(i.qp, &a), SIWARP_QPS_CONNECTING);
