@@ -127,13 +127,7 @@ static int if_entry_matches(const char *entry, const char *name,
     addr = AF_INET == family
         ? (const uint8_t *) &((const struct sockaddr_in *) ss)->sin_addr
         : (const uint8_t *) &((const struct sockaddr_in6 *) ss)->sin6_addr;
-    for (int i = 0; bits > 0; i++, bits -= 8) {
-        uint8_t mask = bits >= 8 ? 0xff : (uint8_t) (0xff << (8 - bits));
-        if ((addr[i] ^ net[i]) & mask) {
-            return 0;
-        }
-    }
-    return 1;
+    return mca_btl_siwarp_prefix_match(addr, net, bits);
 }
 
 static int if_list_matches(char **list, const char *name, const struct sockaddr_storage *ss)

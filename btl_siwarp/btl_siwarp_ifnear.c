@@ -40,20 +40,23 @@ int mca_btl_siwarp_ifnear(hwloc_topology_t topo, hwloc_const_cpuset_t bound, con
 }
 #endif
 
-static int in_network(const mca_btl_siwarp_ifnear_net_t *net, int family, const uint8_t *addr)
+int mca_btl_siwarp_prefix_match(const uint8_t *a, const uint8_t *b, int bits)
 {
-    int bits = net->prefix, max = 4 == family ? 32 : 128;
-
-    if (net->family != family || bits < 0 || bits > max) {
-        return 0;
-    }
     for (int i = 0; bits > 0; i++, bits -= 8) {
         uint8_t mask = bits >= 8 ? 0xff : (uint8_t) (0xff << (8 - bits));
-        if ((addr[i] ^ net->addr[i]) & mask) {
+        if ((a[i] ^ b[i]) & mask) {
             return 0;
         }
     }
     return 1;
+}
+
+static int in_network(const mca_btl_siwarp_ifnear_net_t *net, int family, const uint8_t *addr)
+{
+    int max = 4 == family ? 32 : 128;
+
+    return net->family == family && net->prefix >= 0 && net->prefix <= max &&
+           mca_btl_siwarp_prefix_match(addr, net->addr, net->prefix);
 }
 
 int mca_btl_siwarp_ifnear_score(const mca_btl_siwarp_ifnear_net_t *nets, int n, int family,

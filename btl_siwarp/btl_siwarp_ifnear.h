@@ -31,6 +31,9 @@ typedef struct mca_btl_siwarp_ifnear_net_t {
 int mca_btl_siwarp_ifnear(hwloc_topology_t topo, hwloc_const_cpuset_t bound, const char *ifname);
 #endif
 
+/* Do a and b agree in their first bits bits (a network prefix)? */
+int mca_btl_siwarp_prefix_match(const uint8_t *a, const uint8_t *b, int bits);
+
 /* The nearness of the best of our n interface networks that holds addr
  * (family 4 or 6), or -1 when none does (the peer's address is reached
  * through a router, or not at all). */
