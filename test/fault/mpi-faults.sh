@@ -271,6 +271,21 @@ link_down() {
     return 0
 }
 
+# link_verdict WHAT PATTERN SAID SHOW: judge a link_down run (lrc, rc, t, log):
+# the job must fail, not time out, with a line matching PATTERN; SAID says
+# what that shows, SHOW picks the lines to print
+link_verdict() {
+    if [ $lrc -ne 0 ]; then
+        not_ok "$1: setup or first progress failed ($lrc)"; diag "$log"
+    elif [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -aq "$2" "$log"; then
+        ok "$1: job fails after ${t} s (bound ${LB} s, rc $rc), $3"
+        grep -a "$4" "$log" | head -3 | sed 's/^/#   /'
+    else
+        not_ok "$1: rc $rc after ${t} s (bound ${LB} s), not: $3"
+        diag "$log" 15
+    fi
+}
+
 LB=${FAULT_LINK_BOUND:-60}      # btl_siwarp_llp_timeout 10 s + the abort
 log=$OUT/linkdown.log
 if ! "$srcdir/contrib/netns.sh" check >/dev/null 2>&1 || ! command -v unshare >/dev/null 2>&1 ||
@@ -316,18 +331,11 @@ else
         LINK_SETTLE=2 link_down "$LB" --mca btl siwarp,self \
         --mca btl_siwarp_if_include 10.231.0.0/24 --mca btl_siwarp_llp_timeout 10000
     lrc=$?
-    if [ $lrc -ne 0 ]; then
-        not_ok "link down while waiting: setup failed ($lrc)"; diag "$log"
-    elif [ $rc -ne 0 ] && [ $rc -ne 124 ] &&
-         grep -aq "siwarp connection from $name-s to .* on \(10.231.0.2\|$name-c\) failed" "$log"; then
-        # (Open MPI 4.1 knows the peer's host name only once a message has
-        # passed, and names its address; 5.0 knows it from the start)
-        ok "data link down while a connection waits for a busy peer: job fails after ${t} s (bound ${LB} s, rc $rc), message names $name-s and the peer's host"
-        grep -a "failed:" "$log" | head -2 | sed 's/^/#   /'
-    else
-        not_ok "data link down while a connection waits for a busy peer: rc $rc after ${t} s (bound ${LB} s)"
-        diag "$log" 15
-    fi
+    # (Open MPI 4.1 knows the peer's host name only once a message has
+    # passed, and names its address; 5.0 knows it from the start)
+    link_verdict "data link down while a connection waits for a busy peer" \
+        "siwarp connection from $name-s to .* on \(10.231.0.2\|$name-c\) failed" \
+        "message names $name-s and the peer's host" "failed:"
 fi
 
 # ---- 3u. the same over pml ucx and the siwarp UCX transport -------------------------
@@ -343,16 +351,9 @@ else
         -x UCX_NET_DEVICES="$name-vs,$name-vc" -x LD_PRELOAD="$MOD" \
         -x UCX_SIWARP_LLP_TIMEOUT=10s
     lrc=$?
-    if [ $lrc -ne 0 ]; then
-        not_ok "data link down (pml ucx): setup or first progress failed ($lrc)"; diag "$log"
-    elif [ $rc -ne 0 ] && [ $rc -ne 124 ] &&
-         grep -aq "siwarp: connection to 10.231.0.[12]:[0-9]* on $name-v[sc]" "$log"; then
-        ok "data link down mid-transfer (pml ucx, siwarp transport): job fails after ${t} s (bound ${LB} s, rc $rc), the message names the peer"
-        grep -a "siwarp: connection to" "$log" | head -3 | sed 's/^/#   /'
-    else
-        not_ok "data link down mid-transfer (pml ucx, siwarp transport): rc $rc after ${t} s (bound ${LB} s), no message naming the peer"
-        diag "$log" 15
-    fi
+    link_verdict "data link down mid-transfer (pml ucx, siwarp transport)" \
+        "siwarp: connection to 10.231.0.[12]:[0-9]* on $name-v[sc]" \
+        "the message names the peer" "siwarp: connection to"
 fi
 
 echo "1..$n"

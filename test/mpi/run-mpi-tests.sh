@@ -651,7 +651,8 @@ for mode in recv send; do
             --mca btl_base_verbose 20 "$OUT/mpi_busy_peer" $mode 5000 > "$log" 2>&1
         rc=$?
         dt=$(( $(date +%s) - t0 ))
-        revs=$(grep -c "connected: MPA rev 2 " "$log")
+        # occurrences, not lines: the two ranks' lines may share one
+        revs=$(grep -o "connected: MPA rev 2 " "$log" | wc -l)
         if [ $rc -eq 0 ] && grep -q "busy_peer: ok" "$log" &&
            ! grep -q "refused a connection\|played again" "$log" &&
            { [ $mpa = 0 ] || [ "$revs" -eq 2 ]; }; then
