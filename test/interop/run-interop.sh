@@ -171,7 +171,9 @@ cap_stop() {   # FILE
 # pcap_check FILE CRC(0|1): prints a verdict word and details; true if clean
 pcap_check() {
     local f=$1 crc=$2 dec=$1.txt
-    tshark --disable-protocol rpcordma -r "$f" -V -O iwarp_mpa,iwarp_ddp_rdmap >"$dec" 2>"$f.tshark.err"
+    # heuristics first: an ephemeral port that Wireshark registers for
+    # another protocol would otherwise hide the stream's MPA (test_tshark.sh)
+    tshark --disable-protocol rpcordma -o tcp.try_heuristic_first:TRUE -r "$f" -V -O iwarp_mpa,iwarp_ddp_rdmap >"$dec" 2>"$f.tshark.err"
     local req rep fpdu rdmap malformed errs good bad
     req=$(grep -c 'Request frame header' "$dec")
     rep=$(grep -c 'Reply frame header' "$dec")
