@@ -27,7 +27,9 @@
  *      R takes no other byte of the connection before this checked: a
  *      replayed exchange cannot answer a fresh N_R.  A failure closes the
  *      connection, places nothing and costs R one hash.
- * Each mac is compared in constant time.  Nettle provides HMAC-SHA256.
+ * Each mac is compared in constant time.  The primitives (HMAC-SHA256
+ * from nettle, the compare, the random draw, the warning gate) are
+ * common/auth.c's, which the UCT transport's handshake uses too.
  *
  * An acceptor on a verbs device cannot do step 3: the RNIC places Writes
  * and delivers Sends before the BTL sees a byte.  So it proves freshness
@@ -54,11 +56,8 @@
 #include <string.h>
 #include <time.h>
 #include <arpa/inet.h>
-#include <sys/random.h>
 
-#include <nettle/hmac.h>
-#include <nettle/memops.h>
-
+#include "auth.h"
 #include "opal/util/output.h"
 
 #define AUTH_MODEX_KEY  "btl.siwarp.auth"
@@ -67,21 +66,11 @@
 
 static uint8_t auth_secret[AUTH_SECRET_LEN];
 
+_Static_assert(MCA_BTL_SIWARP_MAC_LEN == SWP_AUTH_MAC_LEN, "a mac is one HMAC-SHA256");
+
 static int fill_random(void *buf, size_t len)
 {
-    size_t got = 0;
-
-    while (got < len) {
-        ssize_t n = getrandom((uint8_t *) buf + got, len - got, 0);
-        if (n < 0) {
-            if (EINTR == errno) {
-                continue;
-            }
-            return OPAL_ERROR;
-        }
-        got += (size_t) n;
-    }
-    return OPAL_SUCCESS;
+    return 0 == swp_auth_random(buf, len) ? OPAL_SUCCESS : OPAL_ERROR;
 }
 
 int mca_btl_siwarp_auth_init(void)
@@ -99,11 +88,7 @@ int mca_btl_siwarp_auth_init(void)
 
 void mca_btl_siwarp_auth_fini(void)
 {
-    /* nettle's memeql_sec neighbours: a wipe the compiler keeps */
-    volatile uint8_t *p = auth_secret;
-    for (size_t i = 0; i < sizeof(auth_secret); i++) {
-        p[i] = 0;
-    }
+    swp_auth_wipe(auth_secret, sizeof(auth_secret));
 }
 
 static void name_be(opal_process_name_t n, uint8_t out[8])
@@ -117,8 +102,8 @@ int mca_btl_siwarp_auth_ep_init(mca_btl_siwarp_endpoint_t *ep)
 {
     static const char label[] = "siwarp btl pair key";
     opal_process_name_t me = OPAL_PROC_MY_NAME, lo, hi;
-    struct hmac_sha256_ctx h;
     uint8_t *theirs = NULL, names[16], keys[2 * AUTH_SECRET_LEN];
+    const struct swp_auth_part parts[] = { { label, sizeof(label) - 1 }, { names, sizeof(names) } };
     size_t size = 0;
     int rc, me_lo;
 
@@ -136,12 +121,10 @@ int mca_btl_siwarp_auth_ep_init(mca_btl_siwarp_endpoint_t *ep)
     memcpy(keys + AUTH_SECRET_LEN, me_lo ? theirs : auth_secret, AUTH_SECRET_LEN);
     name_be(lo, names);
     name_be(hi, names + 8);
-    hmac_sha256_set_key(&h, sizeof(keys), keys);
-    hmac_sha256_update(&h, sizeof(label) - 1, (const uint8_t *) label);
-    hmac_sha256_update(&h, sizeof(names), names);
-    hmac_sha256_digest(&h, sizeof(ep->auth_key), ep->auth_key);
-    memset(keys, 0, sizeof(keys));
-    memset(theirs, 0, size);
+    _Static_assert(sizeof(ep->auth_key) == SWP_AUTH_MAC_LEN, "the pair key is one HMAC");
+    swp_auth_mac(keys, sizeof(keys), NULL, parts, 2, ep->auth_key);
+    swp_auth_wipe(keys, sizeof(keys));
+    swp_auth_wipe(theirs, size);
     free(theirs);
     return OPAL_SUCCESS;
 }
@@ -151,15 +134,11 @@ static void pd_mac(const mca_btl_siwarp_endpoint_t *ep, const char label[4],
                    const mca_btl_siwarp_conn_pd_t *pd, const uint8_t *extra, size_t extra_len,
                    uint8_t out[MCA_BTL_SIWARP_MAC_LEN])
 {
-    struct hmac_sha256_ctx h;
+    const struct swp_auth_part parts[] = {
+        { pd, offsetof(mca_btl_siwarp_conn_pd_t, mac) }, { extra, extra_len },
+    };
 
-    hmac_sha256_set_key(&h, sizeof(ep->auth_key), ep->auth_key);
-    hmac_sha256_update(&h, 4, (const uint8_t *) label);
-    hmac_sha256_update(&h, offsetof(mca_btl_siwarp_conn_pd_t, mac), (const uint8_t *) pd);
-    if (extra_len) {
-        hmac_sha256_update(&h, extra_len, extra);
-    }
-    hmac_sha256_digest(&h, MCA_BTL_SIWARP_MAC_LEN, out);
+    swp_auth_mac(ep->auth_key, sizeof(ep->auth_key), label, parts, 2, out);
 }
 
 static int pd_mac_ok(const mca_btl_siwarp_endpoint_t *ep, const char label[4],
@@ -168,7 +147,7 @@ static int pd_mac_ok(const mca_btl_siwarp_endpoint_t *ep, const char label[4],
     uint8_t want[MCA_BTL_SIWARP_MAC_LEN];
 
     pd_mac(ep, label, pd, extra, extra_len, want);
-    return memeql_sec(want, pd->mac, sizeof(want));
+    return swp_auth_equal(want, pd->mac, sizeof(want));
 }
 
 static void set_peer(const mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_conn_pd_t *pd)
@@ -243,18 +222,15 @@ static void fin_mac(const mca_btl_siwarp_endpoint_t *ep, opal_process_name_t ini
                     opal_process_name_t acc, uint64_t attempt_be, const uint8_t *n_i,
                     const uint8_t *n_r, uint8_t out[MCA_BTL_SIWARP_MAC_LEN])
 {
-    struct hmac_sha256_ctx h;
     uint8_t names[16];
+    const struct swp_auth_part parts[] = {
+        { names, sizeof(names) }, { &attempt_be, sizeof(attempt_be) },
+        { n_i, MCA_BTL_SIWARP_NONCE_LEN }, { n_r, MCA_BTL_SIWARP_NONCE_LEN },
+    };
 
     name_be(ini, names);
     name_be(acc, names + 8);
-    hmac_sha256_set_key(&h, sizeof(ep->auth_key), ep->auth_key);
-    hmac_sha256_update(&h, 4, (const uint8_t *) "FIN");
-    hmac_sha256_update(&h, sizeof(names), names);
-    hmac_sha256_update(&h, sizeof(attempt_be), (const uint8_t *) &attempt_be);
-    hmac_sha256_update(&h, MCA_BTL_SIWARP_NONCE_LEN, n_i);
-    hmac_sha256_update(&h, MCA_BTL_SIWARP_NONCE_LEN, n_r);
-    hmac_sha256_digest(&h, MCA_BTL_SIWARP_MAC_LEN, out);
+    swp_auth_mac(ep->auth_key, sizeof(ep->auth_key), "FIN", parts, 4, out);
 }
 
 void mca_btl_siwarp_auth_sign_reply(mca_btl_siwarp_endpoint_t *ep,
@@ -349,7 +325,7 @@ int mca_btl_siwarp_auth_check_fin(mca_btl_siwarp_endpoint_t *ep, const void *dat
     }
     memcpy(&a, data, sizeof(a));
     if (ntohl(a.magic) != MCA_BTL_SIWARP_AUTH_MAGIC ||
-        !memeql_sec(a.mac, ep->auth_fin, sizeof(a.mac))) {
+        !swp_auth_equal(a.mac, ep->auth_fin, sizeof(a.mac))) {
         return OPAL_ERR_AUTHENTICATION_FAILED;
     }
     return OPAL_SUCCESS;
@@ -433,30 +409,21 @@ void mca_btl_siwarp_auth_kick_forget(mca_btl_siwarp_endpoint_t *ep)
 
 void mca_btl_siwarp_auth_warn(const struct sockaddr *from, const char *why)
 {
-    static time_t last;
-    static unsigned suppressed;
-    char host[INET6_ADDRSTRLEN] = "?";
-    unsigned port = 0;
-    time_t now = time(NULL);
+    static struct swp_auth_warn_gate gate;
+    char addr[INET6_ADDRSTRLEN + 16];
+    unsigned skipped;
 
-    if (last && now - last < AUTH_WARN_EVERY_S) {
-        suppressed++;
+    if (!swp_auth_warn_due(&gate, time(NULL), AUTH_WARN_EVERY_S, &skipped)) {
         return;
     }
-    if (AF_INET == from->sa_family) {
-        const struct sockaddr_in *in = (const struct sockaddr_in *) from;
-        inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
-        port = ntohs(in->sin_port);
-    } else if (AF_INET6 == from->sa_family) {
-        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *) from;
-        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
-        port = ntohs(in6->sin6_port);
+    swp_auth_addr_str(from, addr, sizeof(addr));
+    if (skipped) {
+        opal_output(0, "[%s] siwarp: refused a connection from %s: %s (and %u more since the "
+                    "last warning)", opal_process_info.nodename, addr, why, skipped);
+    } else {
+        opal_output(0, "[%s] siwarp: refused a connection from %s: %s",
+                    opal_process_info.nodename, addr, why);
     }
-    opal_output(0, "[%s] siwarp: refused a connection from %s port %u: %s%s",
-                opal_process_info.nodename, host, port, why,
-                suppressed ? " (and earlier ones, not shown)" : "");
-    last = now;
-    suppressed = 0;
 }
 
 /* Test hook, never set in production: SIWARP_BTL_TEST_RECORD=file appends

@@ -41,7 +41,8 @@ btl_siwarp_libbtlsiwarp_la_SOURCES = \
 	btl_siwarp/btl_siwarp_ifnear.c
 btl_siwarp_libbtlsiwarp_la_CPPFLAGS = -I$(top_srcdir)/include $(OMPI_CPPFLAGS) \
 	-DSIWARP_HELP_DIR='"$(btlsiwarphelpdir)"' \
-	-DSIWARP_SRC_HELP_DIR='"$(abs_top_srcdir)/btl_siwarp"'
+	-DSIWARP_SRC_HELP_DIR='"$(abs_top_srcdir)/btl_siwarp"' \
+	-I$(top_srcdir)/common
 # hwloc: Open MPI's own topology (opal_hwloc) places the progress thread
 if HAVE_HWLOC
 btl_siwarp_libbtlsiwarp_la_SOURCES += btl_siwarp/btl_siwarp_topo.c
@@ -58,7 +59,7 @@ btl_siwarp_libbtlsiwarp_la_CFLAGS = $(SWP_CFLAGS) $(OMPI_CFLAGS) $(NETTLE_CFLAGS
 # first reason.
 btl_siwarp_mca_btl_siwarp_la_LDFLAGS = -module -avoid-version -shared -no-undefined \
 	-export-symbols-regex '^mca_btl_siwarp_component$$'
-btl_siwarp_mca_btl_siwarp_la_LIBADD = btl_siwarp/libbtlsiwarp.la common/libswpcore.la $(OMPI_LIBS) \
+btl_siwarp_mca_btl_siwarp_la_LIBADD = btl_siwarp/libbtlsiwarp.la common/libswpcore.la common/libswpauth.la $(OMPI_LIBS) \
 	$(NETTLE_LIBS) -lpthread
 if HAVE_HWLOC
 btl_siwarp_mca_btl_siwarp_la_LIBADD += $(HWLOC_LIBS)

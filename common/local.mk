@@ -41,6 +41,20 @@ else
 common_libswpcore_la_SOURCES += common/hw_stub.c
 endif
 
+# The adapters' handshake primitives (auth.h): HMAC-SHA256 from nettle,
+# which libsiwarp itself does not need, so a library of its own.
+if HAVE_AUTH
+noinst_LTLIBRARIES += common/libswpauth.la
+common_libswpauth_la_SOURCES = common/auth.c common/auth.h
+common_libswpauth_la_CFLAGS = $(SWP_CFLAGS) $(NETTLE_CFLAGS)
+common_libswpauth_la_LIBADD = $(NETTLE_LIBS) -lpthread
+
+check_PROGRAMS += test/unit/test_auth
+TESTS += test/unit/test_auth
+test_unit_test_auth_SOURCES = test/unit/test_auth.c
+test_unit_test_auth_LDADD = $(LDADD) common/libswpauth.la
+endif
+
 lib_LTLIBRARIES += libsiwarp.la
 libsiwarp_la_SOURCES =
 libsiwarp_la_LIBADD = common/libswpcore.la -lpthread

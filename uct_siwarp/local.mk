@@ -20,7 +20,7 @@ uct_siwarp_libuct_siwarp_la_SOURCES = \
 	uct_siwarp/uct_siwarp_challenge.c
 # UCX's headers first, with the build options of Debian's libuct.so.0
 uct_siwarp_libuct_siwarp_la_CPPFLAGS = -include $(top_srcdir)/uct_siwarp/ucx_abi.h \
-	-I$(UCX_SRC_DIR)/src -I$(top_srcdir)/include
+	-I$(UCX_SRC_DIR)/src -I$(top_srcdir)/include -I$(top_srcdir)/common
 uct_siwarp_libuct_siwarp_la_CFLAGS = $(SWP_CFLAGS) $(NETTLE_CFLAGS) -Wno-unused-parameter \
 	-Wno-missing-field-initializers -Wno-sign-compare -Wno-type-limits
 # -version-info 0:0:0 names it libuct_siwarp.so.0, as UCX names its modules.
@@ -28,5 +28,5 @@ uct_siwarp_libuct_siwarp_la_CFLAGS = $(SWP_CFLAGS) $(NETTLE_CFLAGS) -Wno-unused-
 # libsiwarp stays inside, as in the BTL plugin.
 uct_siwarp_libuct_siwarp_la_LDFLAGS = -module -shared -no-undefined -version-info 0:0:0 \
 	-export-symbols-regex '^uct_siwarp_(component|tl)$$'
-uct_siwarp_libuct_siwarp_la_LIBADD = common/libswpcore.la $(NETTLE_LIBS) -luct -lucs -lpthread
+uct_siwarp_libuct_siwarp_la_LIBADD = common/libswpcore.la common/libswpauth.la $(NETTLE_LIBS) -luct -lucs -lpthread
 endif

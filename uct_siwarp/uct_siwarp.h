@@ -20,6 +20,8 @@
 
 #include <siwarp/siwarp.h>
 
+#include "auth.h"     /* common/: the handshake primitives */
+
 #define UCT_SIWARP_NAME          "siwarp"
 #define UCT_SIWARP_CONFIG_PREFIX "SIWARP_"
 
@@ -353,7 +355,6 @@ int  uct_siwarp_conn_check_up(uct_siwarp_conn_t *conn);
 int  uct_siwarp_ep_check_connected(uct_siwarp_ep_t *ep);
 
 /* auth */
-int  uct_siwarp_auth_random(void *buf, size_t len);
 int  uct_siwarp_auth_sign_request(const uint8_t *secret, const uint8_t *own_secret,
                                   uct_siwarp_conn_pd_t *req);
 int  uct_siwarp_auth_check_src(const uint8_t *peer_secret, const uct_siwarp_conn_pd_t *req);
@@ -380,7 +381,6 @@ int  uct_siwarp_challenge_issue(uct_siwarp_iface_t *iface, const uct_siwarp_conn
                                 uct_siwarp_conn_pd_t *rej);
 int  uct_siwarp_challenge_spend(uct_siwarp_iface_t *iface, const uct_siwarp_conn_pd_t *req);
 int  uct_siwarp_challenge_answer(uct_siwarp_conn_t *conn, const uct_siwarp_conn_pd_t *rej);
-void uct_siwarp_auth_peer_str(const struct sockaddr_storage *ss, char *buf, size_t len);
 
 /* ep */
 UCS_CLASS_DECLARE_NEW_FUNC(uct_siwarp_ep_t, uct_ep_t, const uct_ep_params_t*);

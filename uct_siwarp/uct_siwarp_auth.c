@@ -27,53 +27,28 @@
  *      initiator's iface, uct_siwarp_conn_find) only after step 3, and only
  *      when src_mac checks with the secret of the iface address that ep was
  *      given: the connection leads to that iface and to no one else.
- * Every mac is compared in constant time; nettle provides HMAC-SHA256
- * (the BTL uses it the same way, btl_siwarp_auth.c).
+ * Every mac is compared in constant time.  The primitives (HMAC-SHA256
+ * from nettle, the compare, the random draw, the warning gate) are
+ * common/auth.c's, which the BTL's handshake uses too.
  */
 #include "uct_siwarp.h"
 
 #include <errno.h>
 #include <string.h>
 #include <time.h>
-#include <arpa/inet.h>
-#include <sys/random.h>
 
-#include <nettle/hmac.h>
-#include <nettle/memops.h>
+_Static_assert(UCT_SIWARP_MAC_LEN == SWP_AUTH_MAC_LEN, "a mac is one HMAC-SHA256");
 
 #define UCT_SIWARP_AUTH_WARN_EVERY_S 10    /* one warning this often, and a count */
-
-int uct_siwarp_auth_random(void *buf, size_t len)
-{
-    size_t got = 0;
-
-    while (got < len) {
-        ssize_t n = getrandom((uint8_t*)buf + got, len - got, 0);
-        if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            return -errno;
-        }
-        got += (size_t)n;
-    }
-    return 0;
-}
 
 /* HMAC(secret, label || a || b) */
 void uct_siwarp_auth_mac(const uint8_t *secret, const char label[4], const void *a,
                                 size_t alen, const void *b, size_t blen,
                                 uint8_t mac[UCT_SIWARP_MAC_LEN])
 {
-    struct hmac_sha256_ctx h;
+    const struct swp_auth_part parts[] = { { a, alen }, { b, blen } };
 
-    hmac_sha256_set_key(&h, UCT_SIWARP_SECRET_LEN, secret);
-    hmac_sha256_update(&h, 4, (const uint8_t*)label);
-    hmac_sha256_update(&h, alen, a);
-    if (blen != 0) {
-        hmac_sha256_update(&h, blen, b);
-    }
-    hmac_sha256_digest(&h, UCT_SIWARP_MAC_LEN, mac);
+    swp_auth_mac(secret, UCT_SIWARP_SECRET_LEN, label, parts, 2, mac);
 }
 
 /* secret: the acceptor's (from its iface address); own_secret: the
@@ -83,7 +58,7 @@ void uct_siwarp_auth_mac(const uint8_t *secret, const char label[4], const void 
 int uct_siwarp_auth_sign_request(const uint8_t *secret, const uint8_t *own_secret,
                                  uct_siwarp_conn_pd_t *req)
 {
-    int rc = uct_siwarp_auth_random(req->nonce, sizeof(req->nonce));
+    int rc = swp_auth_random(req->nonce, sizeof(req->nonce));
 
     if (rc < 0) {
         return rc;
@@ -109,7 +84,7 @@ int uct_siwarp_auth_check_src(const uint8_t *peer_secret, const uct_siwarp_conn_
 
     uct_siwarp_auth_mac(peer_secret, "SRC", req, offsetof(uct_siwarp_conn_pd_t, src_mac),
                         NULL, 0, mac);
-    return memeql_sec(mac, req->src_mac, sizeof(mac)) ? 0 : -EACCES;
+    return swp_auth_equal(mac, req->src_mac, sizeof(mac)) ? 0 : -EACCES;
 }
 
 int uct_siwarp_auth_check_request(const uct_siwarp_iface_t *iface,
@@ -119,13 +94,13 @@ int uct_siwarp_auth_check_request(const uct_siwarp_iface_t *iface,
 
     uct_siwarp_auth_mac(iface->secret, "REQ", req, offsetof(uct_siwarp_conn_pd_t, mac),
                         NULL, 0, mac);
-    return memeql_sec(mac, req->mac, sizeof(mac)) ? 0 : -EACCES;
+    return swp_auth_equal(mac, req->mac, sizeof(mac)) ? 0 : -EACCES;
 }
 
 int uct_siwarp_auth_sign_reply(const uct_siwarp_iface_t *iface, const uct_siwarp_conn_pd_t *req,
                                uct_siwarp_conn_pd_t *rep)
 {
-    int rc = uct_siwarp_auth_random(rep->nonce, sizeof(rep->nonce));
+    int rc = swp_auth_random(rep->nonce, sizeof(rep->nonce));
 
     if (rc < 0) {
         return rc;
@@ -142,7 +117,7 @@ int uct_siwarp_auth_check_reply(const uint8_t *secret, const uct_siwarp_conn_pd_
 
     uct_siwarp_auth_mac(secret, "REP", rep, offsetof(uct_siwarp_conn_pd_t, mac), req->nonce,
                         sizeof(req->nonce), mac);
-    return memeql_sec(mac, rep->mac, sizeof(mac)) ? 0 : -EACCES;
+    return swp_auth_equal(mac, rep->mac, sizeof(mac)) ? 0 : -EACCES;
 }
 
 void uct_siwarp_auth_fin(const uint8_t *secret, const uct_siwarp_conn_pd_t *req,
@@ -166,7 +141,7 @@ int uct_siwarp_auth_verify_first(void *arg, struct siwarp_qp *qp, const void *da
     }
     memcpy(&got, data, sizeof(got));
     uct_siwarp_auth_fin(conn->iface->secret, &conn->req, &conn->rep, &want);
-    if ((got.magic != want.magic) || !memeql_sec(got.mac, want.mac, sizeof(want.mac))) {
+    if ((got.magic != want.magic) || !swp_auth_equal(got.mac, want.mac, sizeof(want.mac))) {
         uct_siwarp_auth_warn(conn->iface, conn->peer,
                              "its first message does not prove the key (a replayed request?)");
         return -EACCES;
@@ -178,16 +153,13 @@ int uct_siwarp_auth_verify_first(void *arg, struct siwarp_qp *qp, const void *da
 }
 
 /* At most one warning every UCT_SIWARP_AUTH_WARN_EVERY_S seconds per
- * process, with the count of the ones left out: a stranger knocking all
- * the time must not flood the job's output. */
+ * process, with the count of the ones left out (swp_auth_warn_due). */
 void uct_siwarp_auth_warn(const uct_siwarp_iface_t *iface, const char *peer, const char *why)
 {
-    static time_t last;
-    static unsigned skipped;
-    time_t now = time(NULL);
+    static struct swp_auth_warn_gate gate;
+    unsigned skipped;
 
-    if ((last != 0) && (now - last < UCT_SIWARP_AUTH_WARN_EVERY_S)) {
-        skipped++;
+    if (!swp_auth_warn_due(&gate, time(NULL), UCT_SIWARP_AUTH_WARN_EVERY_S, &skipped)) {
         return;
     }
     if (skipped != 0) {
@@ -196,18 +168,4 @@ void uct_siwarp_auth_warn(const uct_siwarp_iface_t *iface, const char *peer, con
     } else {
         ucs_warn("siwarp: refused a connection from %s on %s: %s", peer, iface->if_name, why);
     }
-    last    = now;
-    skipped = 0;
-}
-
-void uct_siwarp_auth_peer_str(const struct sockaddr_storage *ss, char *buf, size_t len)
-{
-    const struct sockaddr_in *sin = (const struct sockaddr_in*)ss;
-    char ip[INET_ADDRSTRLEN];
-
-    if ((ss->ss_family != AF_INET) || (inet_ntop(AF_INET, &sin->sin_addr, ip, sizeof(ip)) == NULL)) {
-        snprintf(buf, len, "an unknown address");
-        return;
-    }
-    snprintf(buf, len, "%s:%u", ip, ntohs(sin->sin_port));
 }

@@ -27,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <nettle/memops.h>
 #include <ucs/time/time.h>
 
 void uct_siwarp_challenge_init(uct_siwarp_iface_t *iface)
@@ -61,7 +60,7 @@ int uct_siwarp_challenge_issue(uct_siwarp_iface_t *iface, const uct_siwarp_conn_
     memset(rej, 0, sizeof(*rej));
     rej->magic = UCT_SIWARP_PD_MAGIC;
     rej->flags = UCT_SIWARP_PD_F_CHALLENGE;
-    rc = uct_siwarp_auth_random(rej->nonce, sizeof(rej->nonce));
+    rc = swp_auth_random(rej->nonce, sizeof(rej->nonce));
     if (rc < 0) {
         return rc;
     }
@@ -86,7 +85,7 @@ int uct_siwarp_challenge_spend(uct_siwarp_iface_t *iface, const uct_siwarp_conn_
     for (i = 0; i < UCT_SIWARP_CHALLENGES; i++) {
         uct_siwarp_challenge_t *c = &iface->challenges[i];
 
-        if ((c->expires > now) && memeql_sec(c->nonce, req->nonce, sizeof(c->nonce))) {
+        if ((c->expires > now) && swp_auth_equal(c->nonce, req->nonce, sizeof(c->nonce))) {
             c->expires = 0;
             return 0;
         }
@@ -108,7 +107,7 @@ int uct_siwarp_challenge_answer(uct_siwarp_conn_t *conn, const uct_siwarp_conn_p
     }
     uct_siwarp_auth_mac(conn->peer_secret, "REP", rej, offsetof(uct_siwarp_conn_pd_t, mac),
                         conn->req.nonce, sizeof(conn->req.nonce), mac);
-    if (!memeql_sec(mac, rej->mac, sizeof(mac)) || conn->answered) {
+    if (!swp_auth_equal(mac, rej->mac, sizeof(mac)) || conn->answered) {
         return -EACCES;
     }
     memcpy(conn->req.nonce, rej->nonce, sizeof(conn->req.nonce));

@@ -80,7 +80,7 @@ static void uct_siwarp_accept_one(uct_siwarp_iface_t *iface, struct siwarp_conn_
     if (rc < 0) {
         goto reject;
     }
-    uct_siwarp_auth_peer_str(&peer, from, sizeof(from));
+    swp_auth_addr_str((const struct sockaddr*)&peer, from, sizeof(from));
     if (p.private_data_len == sizeof(cpd)) {
         memcpy(&cpd, p.private_data, sizeof(cpd));
     }

@@ -771,7 +771,7 @@ static UCS_CLASS_INIT_FUNC(uct_siwarp_iface_t, uct_md_h tl_md, uct_worker_h work
     }
     /* the key of this iface's connections, known only to the processes
      * given its address (uct_siwarp_auth.c) */
-    rc = uct_siwarp_auth_random(self->secret, sizeof(self->secret));
+    rc = swp_auth_random(self->secret, sizeof(self->secret));
     if (rc < 0) {
         ucs_error("siwarp: getrandom for the iface's key: %s", strerror(-rc));
         return uct_siwarp_status(rc);
