@@ -155,10 +155,11 @@ _Static_assert(sizeof(mca_btl_siwarp_tcp_hdr_t) == 24, "TCP frame header is 24 b
  * Every field up to mac is covered by mac, an HMAC-SHA256 under the pair's
  * key (btl_siwarp_auth.c has the handshake message by message). */
 #define MCA_BTL_SIWARP_CONN_MAGIC   0x53574254u    /* "SWBT" */
-#define MCA_BTL_SIWARP_CONN_VERSION 4   /* 2: 24-byte TCP frame header with stag;
+#define MCA_BTL_SIWARP_CONN_VERSION 5   /* 2: 24-byte TCP frame header with stag;
                                            3: one control credit, rq_depth per peer;
                                            4: authenticated: peer name, attempt,
-                                              nonce, mac; the AUTH first message */
+                                              nonce, mac; the AUTH first message;
+                                           5: max_send */
 #define MCA_BTL_SIWARP_NONCE_LEN    16
 #define MCA_BTL_SIWARP_MAC_LEN      32  /* HMAC-SHA256 */
 enum {
@@ -180,12 +181,16 @@ typedef struct mca_btl_siwarp_conn_pd_t {
     uint32_t vpid;
     uint32_t peer_jobid;      /* ... and of the process it is meant for */
     uint32_t peer_vpid;
+    uint32_t max_send;        /* the sender's btl_max_send_size: the longest
+                                 Send it posts and the size of the receive
+                                 buffers it posts (both ends must agree) */
+    uint32_t reserved;        /* 0 */
     uint64_t attempt;         /* request: the initiator's connection attempt to
                                  this peer, rising from 1; reply: echoed */
     uint8_t  nonce[MCA_BTL_SIWARP_NONCE_LEN];   /* fresh: the sender's */
     uint8_t  mac[MCA_BTL_SIWARP_MAC_LEN];
 } mca_btl_siwarp_conn_pd_t;
-_Static_assert(sizeof(mca_btl_siwarp_conn_pd_t) == 80, "conn private data is 80 bytes");
+_Static_assert(sizeof(mca_btl_siwarp_conn_pd_t) == 88, "conn private data is 88 bytes");
 
 /* The initiator's first message on a connection (an RDMAP Send, or an
  * AUTH frame on the fallback): its proof of the pair's key over both

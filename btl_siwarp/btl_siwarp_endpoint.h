@@ -241,6 +241,8 @@ struct siwarp_conn_param;
 void mca_btl_siwarp_conn_param(struct siwarp_conn_param *p);
 /* out: host order; wire (NULL: not wanted): the bytes as they came, which
  * the proofs cover */
+int  mca_btl_siwarp_ep_check_max_send(mca_btl_siwarp_endpoint_t *ep,
+                                      const mca_btl_siwarp_conn_pd_t *pd);
 int  mca_btl_siwarp_parse_conn_pd(const void *data, size_t len, mca_btl_siwarp_conn_pd_t *out,
                                  mca_btl_siwarp_conn_pd_t *wire);
 

@@ -110,6 +110,12 @@ void mca_btl_siwarp_ep_handle_conn_req(mca_btl_siwarp_module_t *m, struct siwarp
                                                : "its request did not prove the job's key");
         return;
     }
+    if (OPAL_SUCCESS != mca_btl_siwarp_ep_check_max_send(ep, &pd)) {
+        /* a job member with other buffers: the endpoint failed, saying why */
+        mca_btl_siwarp_fill_conn_pd(&rej, MCA_BTL_SIWARP_CONN_UNKNOWN);
+        siwarp_reject(req, &rej, sizeof(rej));
+        return;
+    }
     if (!mca_btl_siwarp_ep_accept_incoming(ep)) {
         BTL_VERBOSE(("rejecting connection from %s (duplicate)", OPAL_NAME_PRINT(name)));
         mca_btl_siwarp_fill_conn_pd(&rej, MCA_BTL_SIWARP_CONN_DUP);

@@ -37,6 +37,7 @@ void mca_btl_siwarp_fill_conn_pd(mca_btl_siwarp_conn_pd_t *pd, int reason)
     pd->version = MCA_BTL_SIWARP_CONN_VERSION;
     pd->reason = (uint8_t) reason;
     pd->rq_depth = htons((uint16_t) mca_btl_siwarp_component.rq_depth);
+    pd->max_send = htonl((uint32_t) mca_btl_siwarp_param_module.btl_max_send_size);
     pd->jobid = htonl(me.jobid);
     pd->vpid = htonl(me.vpid);
 }
@@ -58,10 +59,35 @@ int mca_btl_siwarp_parse_conn_pd(const void *data, size_t len, mca_btl_siwarp_co
     out->rq_depth = ntohs(out->rq_depth);
     out->jobid = ntohl(out->jobid);
     out->vpid = ntohl(out->vpid);
+    out->max_send = ntohl(out->max_send);
     if (0 == out->rq_depth) {
         return OPAL_ERR_BAD_PARAM;
     }
     return OPAL_SUCCESS;
+}
+
+/* Both ends post receive buffers of their own btl_max_send_size and send up
+ * to it, so a connection is only sound where the two agree: a Send longer
+ * than the peer's buffer would end the connection with a DDP Terminate
+ * (RFC 5041 7.2, untagged message too long) in the middle of the job.  An
+ * acceptor compares the request's max_send with its own before it takes
+ * the connection and fails the endpoint with a message naming the
+ * parameter.  OPAL_SUCCESS or OPAL_ERR_BAD_PARAM (endpoint failed). */
+int mca_btl_siwarp_ep_check_max_send(mca_btl_siwarp_endpoint_t *ep,
+                                     const mca_btl_siwarp_conn_pd_t *pd)
+{
+    size_t mine = ep->module->super.btl_max_send_size;
+    char why[256];
+
+    if (pd->max_send == mine) {
+        return OPAL_SUCCESS;
+    }
+    snprintf(why, sizeof(why),
+             "btl_siwarp_max_send_size differs: %u octets at the peer, %zu here; each end "
+             "posts receive buffers of its own size and sends up to it, so it must be the "
+             "same on every rank", pd->max_send, mine);
+    mca_btl_siwarp_ep_fail(ep, why, 1);
+    return OPAL_ERR_BAD_PARAM;
 }
 
 /* ---- iWARP QP setup ------------------------------------------------------ */

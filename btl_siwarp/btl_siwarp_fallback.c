@@ -414,6 +414,10 @@ static void accept_hello(mca_btl_siwarp_module_t *m, int fd, const uint8_t *buf,
         close(fd);
         return;
     }
+    if (OPAL_SUCCESS != mca_btl_siwarp_ep_check_max_send(ep, &pd)) {
+        close(fd);              /* the endpoint failed, saying why */
+        return;
+    }
     reason = mca_btl_siwarp_ep_accept_incoming(ep) ? MCA_BTL_SIWARP_CONN_OK
                                                    : MCA_BTL_SIWARP_CONN_DUP;
     mca_btl_siwarp_fill_conn_pd(&ack, reason);

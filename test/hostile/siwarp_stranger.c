@@ -14,8 +14,8 @@
  * close each within BOUND_MS.  TAP lines out; exit 1 on any failure.
  *
  * The BTL's private data (btl_siwarp.h, mca_btl_siwarp_conn_pd_t), as far
- * as the stranger needs it: 80 bytes, reason at 5, attempt (big-endian) at
- * 24, nonce at 32, mac at 48.  A fallback frame header is 24 bytes: length
+ * as the stranger needs it: 88 bytes, reason at 5, attempt (big-endian) at
+ * 32, nonce at 40, mac at 56.  A fallback frame header is 24 bytes: length
  * (big-endian) at 0, op at 4 (1: HELLO).
  */
 #include <errno.h>
@@ -32,11 +32,15 @@
 
 #include "siwarp/siwarp.h"
 
-#define PD_LEN       80
+#define PD_LEN       88
 #define PD_REASON    5
-#define PD_ATTEMPT   24
-#define PD_NONCE     32
-#define PD_MAC       48
+#define PD_ATTEMPT   32
+#define PD_NONCE     40
+#define PD_MAC       56
+#define PD_HEX       176           /* the record's hex digits: 2 * PD_LEN */
+_Static_assert(PD_HEX == 2 * PD_LEN, "a record holds the private data in hex");
+#define STR_(x) #x
+#define STR(x)  STR_(x)
 #define REASON_UNKNOWN 2
 #define FRAME_HDR    24
 #define OP_HELLO     1
@@ -81,7 +85,7 @@ static int read_records(const char *path, struct record *r, int max)
         perror(path);
         return -1;
     }
-    while (n < max && 4 == fscanf(f, "%7s %63s %u %160s", r[n].kind, host, &port, hex)) {
+    while (n < max && 4 == fscanf(f, "%7s %63s %u %" STR(PD_HEX) "s", r[n].kind, host, &port, hex)) {
         memset(&r[n].to, 0, sizeof(r[n].to));
         r[n].to.sin_family = AF_INET;
         r[n].to.sin_port = htons((uint16_t) port);

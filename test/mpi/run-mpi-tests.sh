@@ -434,6 +434,37 @@ bad_param btl_siwarp_idle_wait_us -2
 bad_param btl_siwarp_progress_thread_place 3
 bad_param btl_siwarp_if_near 2
 
+# Ranks whose btl_siwarp_max_send_size differ cannot share a connection
+# (each posts receive buffers of its own size and sends up to it): the
+# acceptor must refuse at connection time with a message naming the
+# parameter, and the job end soon, not with a DDP Terminate at the first
+# long message.  Rank 0 (the smaller size) or rank 1 accepts, over iWARP
+# and over the fallback.
+max_send_mismatch() { # mode small_rank
+    log="$OUT/max_send_mismatch_$1_$2.log"
+    mode=; [ "$1" = tcp ] && mode="--mca btl_siwarp_mpa 0"
+    small="-x OMPI_MCA_btl_siwarp_max_send_size=32768 -x OMPI_MCA_btl_siwarp_eager_limit=32768 -x OMPI_MCA_btl_siwarp_rndv_eager_limit=32768"
+    if [ "$2" = 0 ]; then a0=$small; a1=; else a0=; a1=$small; fi
+    t0=$(date +%s)
+    # shellcheck disable=SC2086
+    timeout "$T" $MPIRUN $mode -np 1 $a0 "$OUT/mpi_pingpong" 262144 : \
+        -np 1 $a1 "$OUT/mpi_pingpong" 262144 > "$log" 2>&1
+    rc=$?
+    secs=$(($(date +%s) - t0))
+    if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $secs -le 60 ] &&
+       grep -q "btl_siwarp_max_send_size differs: [0-9]* octets at the peer" "$log" &&
+       ! grep -q "message too long" "$log"; then
+        ok "btl_siwarp_max_send_size differing between ranks ($1, rank $2 smaller): refused at connection, named ($secs s)"
+    else
+        not_ok "btl_siwarp_max_send_size differing between ranks ($1, rank $2 smaller): exit $rc after $secs s"
+        diag "$log"
+    fi
+}
+max_send_mismatch iwarp 0
+max_send_mismatch iwarp 1
+max_send_mismatch tcp 0
+max_send_mismatch tcp 1
+
 if ompi_info --param btl siwarp --level 9 2>/dev/null | grep -q "btl_siwarp_progress_thread"; then
     ok "ompi_info --param btl siwarp --level 9 documents the parameters"
 else
