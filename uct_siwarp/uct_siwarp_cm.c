@@ -70,6 +70,7 @@ ucs_status_t uct_siwarp_listen(uct_siwarp_iface_t *iface)
 static void uct_siwarp_accept_one(uct_siwarp_iface_t *iface, struct siwarp_conn_req *req)
 {
     struct siwarp_conn_param p;
+    struct siwarp_qp_attr attr;
     struct sockaddr_storage peer;
     uct_siwarp_conn_pd_t cpd, rep;
     uct_siwarp_conn_t *conn;
@@ -160,6 +161,14 @@ static void uct_siwarp_accept_one(uct_siwarp_iface_t *iface, struct siwarp_conn_
     }
     /* posting is allowed from here; this end sends only once verified */
     conn->state = UCT_SIWARP_CONN_UP;
+    /* what was negotiated, as the initiator's side says it: an ep of this
+     * process may move to this connection (crossed eps) and then it is the
+     * only one this process uses */
+    if (siwarp_query_qp(conn->qp, &attr) == 0) {
+        ucs_debug("siwarp: connection from %s on %s up (MPA CRC %s, RFC 7306 %s), accepted",
+                  conn->peer, iface->if_name, attr.crc ? "on" : "off",
+                  attr.rfc7306 ? "on" : "off");
+    }
     return;
 
 err:

@@ -114,7 +114,9 @@ perftest_pair "UCP ucp_fadd"              -t ucp_fadd -n 2000 -w 100
 perftest_pair "UCP ucp_am_lat"            -t ucp_am_lat -n 2000 -w 100
 # UCX_SIWARP_CRC: MPA CRC is used when either end asks (RFC 5044 7.1), so
 # off only with n at both ends; the client's debug log says what was
-# negotiated, and the data still arrive
+# negotiated ("up (MPA CRC ...)": on the connection it opened, or, when its
+# ep moved to the one the server opened (crossed eps), on that one, which
+# it accepted), and the data still arrive
 crc_pair() {
     what=$1 want=$2 senv=$3 cenv=$4; shift 4
     plog=$(log_name "crc $what")
