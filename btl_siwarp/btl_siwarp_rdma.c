@@ -13,6 +13,7 @@
 #include "opal/mca/base/mca_base_pvar.h"
 #include "opal/mca/rcache/base/base.h"
 #include "opal/util/output.h"
+#include "opal/util/sys_limits.h"
 
 /* Registered memory, counted for the MPI_T performance variables below:
  * the rcache calls these two under its own lock. */
@@ -37,6 +38,33 @@ static void count_dereg(mca_btl_siwarp_reg_t *reg)
     reg->len = 0;
 }
 
+/* Called by grdma on a cache miss only, before the new registration is in
+ * its tree, with no lock of its held.
+ *
+ * A cached registration outlives the buffer it was made for until the
+ * memory goes back to the system (munmap, brk: Open MPI's memory hooks).
+ * glibc keeps large freed blocks in its heap once its mmap threshold has
+ * risen past them, so the next large buffer lands elsewhere in the same
+ * memory and misses: each adds a registration overlapping the earlier
+ * ones, and registered memory grows past all the process has mapped (50
+ * accept/connect cycles under Open MPI 5 with 64 KiB eager: 19 -> 215
+ * MiB; MALLOC_MMAP_THRESHOLD_ fixed: flat).  A page wholly inside the new
+ * range belongs to the buffer now being registered, so a registration
+ * reaching into one was made for memory since freed, or is a smaller
+ * registration of this same buffer: either way this one supersedes it.
+ * The first and last pages are left alone, as a neighbouring live buffer
+ * may share them.  Unused registrations go now (at grdma's next
+ * registration); one in use is dropped when its last user releases it. */
+static void drop_superseded(mca_btl_siwarp_module_t *m, void *base, size_t size)
+{
+    size_t page = (size_t) opal_getpagesize();
+
+    if (size > 2 * page && m->rcache && m->rcache->rcache_invalidate_range) {
+        (void) m->rcache->rcache_invalidate_range(m->rcache, (char *) base + page,
+                                                  size - 2 * page);
+    }
+}
+
 static int rcache_reg(void *reg_data, void *base, size_t size,
                       mca_rcache_base_registration_t *base_reg)
 {
@@ -44,6 +72,8 @@ static int rcache_reg(void *reg_data, void *base, size_t size,
     mca_btl_siwarp_reg_t *reg = (mca_btl_siwarp_reg_t *) base_reg;
     int access = SIWARP_ACCESS_LOCAL_WRITE;
     int rc;
+
+    drop_superseded(m, base, size);
 
     if (base_reg->access_flags & MCA_RCACHE_ACCESS_REMOTE_READ) {
         access |= SIWARP_ACCESS_REMOTE_READ;

@@ -143,6 +143,8 @@ for np in 2 4; do
     if [ $np = 2 ]; then
         run "registration counters through MPI_T: up with a transfer, down when freed" \
             2 "$OUT/mpi_regcount"
+        run "registration cache: buffers malloc keeps in its heap, each overwriting the last, do not pile up" \
+            2 "$OUT/mpi_regcount" 12 heap
     fi
 done
 
