@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <arpa/inet.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 
 #define UCT_SIWARP_MAX_HDR   128     /* am_zcopy header, copied into the op */
 #define UCT_SIWARP_MAX_ZCOPY (1ul << 30)
@@ -448,16 +450,39 @@ static unsigned uct_siwarp_iface_progress(uct_iface_h tl_iface)
     return count;
 }
 
+/* Each iface hands out an epoll set of its own that holds the context's fd.
+ * The md's ifaces share one libsiwarp context, so its fd would be the same
+ * for all of them, and UCP keys its event handlers by fd: the second iface
+ * failed with "failed to set event handler on siwarp/eth0 fd N: Element
+ * already exists", and pml ucx could not start on a host with two
+ * interfaces unless UCX_NET_DEVICES named one.  A nested epoll set is
+ * readable while the context's is, so each iface wakes for every socket of
+ * the context, as a progress call serves them all. */
 static ucs_status_t uct_siwarp_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p)
 {
     uct_siwarp_iface_t *iface = ucs_derived_of(tl_iface, uct_siwarp_iface_t);
+    struct epoll_event ev = {.events = EPOLLIN};
+    int ctx_fd, efd;
 
     if (iface->event_fd < 0) {
-        iface->event_fd = siwarp_ctx_fd(iface->md->ctx);
-        if (iface->event_fd < 0) {
-            ucs_error("siwarp: siwarp_ctx_fd: %s", strerror(-iface->event_fd));
-            return uct_siwarp_status(iface->event_fd);
+        ctx_fd = siwarp_ctx_fd(iface->md->ctx);
+        if (ctx_fd < 0) {
+            ucs_error("siwarp: siwarp_ctx_fd: %s", strerror(-ctx_fd));
+            return uct_siwarp_status(ctx_fd);
         }
+        efd = epoll_create1(EPOLL_CLOEXEC);
+        if (efd < 0) {
+            ucs_error("siwarp: iface %s: epoll_create1: %m", iface->if_name);
+            return UCS_ERR_IO_ERROR;
+        }
+        ev.data.fd = ctx_fd;
+        if (epoll_ctl(efd, EPOLL_CTL_ADD, ctx_fd, &ev) < 0) {
+            ucs_error("siwarp: iface %s: epoll_ctl(ADD, context fd %d): %m", iface->if_name,
+                      ctx_fd);
+            close(efd);
+            return UCS_ERR_IO_ERROR;
+        }
+        iface->event_fd = efd;
     }
     *fd_p = iface->event_fd;
     return UCS_OK;
@@ -830,6 +855,9 @@ static UCS_CLASS_CLEANUP_FUNC(uct_siwarp_iface_t)
     ucs_free(self->bounce);
     ucs_free(self->bounces.free);
     ucs_free(self->tx_buf);
+    if (self->event_fd >= 0) {
+        close(self->event_fd);
+    }
 }
 
 UCS_CLASS_DEFINE(uct_siwarp_iface_t, uct_base_iface_t);

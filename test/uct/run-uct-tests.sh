@@ -130,6 +130,33 @@ crc_pair "n at both ends" off UCX_SIWARP_CRC=n UCX_SIWARP_CRC=n -t tag_bw -s 104
 crc_pair "n at the client only" on UCX_SIWARP_CRC=y UCX_SIWARP_CRC=n -t tag_bw -s 1048576 -n 50 -w 5
 unset UCX_TLS UCX_NET_DEVICES
 
+# Every device at once, as a user who sets no UCX_NET_DEVICES gets them: in
+# a namespace of its own with two (lo and a veth end), so the case does not
+# depend on this host's interfaces.  UCP keys its event handlers by fd; the
+# ifaces of one md shared their context's fd, and the second was refused
+# ("failed to set event handler on siwarp/... Element already exists").
+if [ "$(id -u)" = 0 ] && sh "$srcdir/contrib/netns.sh" check >/dev/null 2>&1; then
+    dns=ud$$
+    if eval "$(sh "$srcdir/contrib/netns.sh" up "$dns")"; then
+        plog=$(log_name "perftest every device")
+        ilog=$(log_name "ucx_info every device")
+        ip netns exec "$SERVER_NS" env LD_PRELOAD="$MOD" ucx_info -d >"$ilog" 2>&1
+        PT_SERVER_PRE="ip netns exec $SERVER_NS env UCX_TLS=siwarp" \
+            PT_CLIENT_PRE="ip netns exec $SERVER_NS env UCX_TLS=siwarp" \
+            ucx_perftest_pair "$plog" -t tag_lat -n 2000 -w 100
+        [ $pt_crc -eq 0 ] && [ $pt_src -eq 0 ] && [ -n "$pt_row" ] &&
+            ! grep -q "Element already exists" "$plog" &&
+            [ "$(grep -c 'Transport: siwarp' "$ilog")" -ge 2 ]
+        result $? "UCP tag_lat with no UCX_NET_DEVICES on a host of two interfaces (ucx_info -d: $(grep -c 'Transport: siwarp' "$ilog") siwarp devices)" "$plog"
+        sh "$srcdir/contrib/netns.sh" down "$dns" >/dev/null 2>&1
+    else
+        not_ok "UCP tag_lat with no UCX_NET_DEVICES: contrib/netns.sh up failed"
+    fi
+else
+    skip "UCP tag_lat with no UCX_NET_DEVICES on a host of two interfaces" \
+        "needs root and network namespaces (contrib/netns.sh check)"
+fi
+
 # ---- Open MPI: pml ucx, osc ucx, OpenSHMEM ----------------------------------
 if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
     skip "MPI and OpenSHMEM over the siwarp transport" "mpicc/mpirun not installed"
