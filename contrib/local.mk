@@ -20,12 +20,13 @@ dist_noinst_SCRIPTS += contrib/run-main.sh contrib/netns.sh contrib/netns-mpirun
 # tcp-streams.c (several connections, MSG_ZEROCOPY), tcp-two-sockets.c (one
 # connection per direction against one for both), ep-lookup.c (endpoint by
 # peer name: list walk against hash table), uct-idle-progress.c (an idle
-# UCT progress call against the number of eps)
+# UCT progress call against the number of eps), copy-offset.c (copy speed
+# by the distance of destination and source modulo 4 KiB)
 EXTRA_DIST += contrib/probes/turnaround.c contrib/probes/wait-pingpong.c \
 	contrib/probes/uring-pingpong.c contrib/probes/tcp-streams.c \
 	contrib/probes/tcp-two-sockets.c contrib/probes/conn-ab.sh contrib/probes/ep-lookup.c \
 	contrib/probes/uct-idle-progress.c contrib/probes/qpn-lookup.c \
-	contrib/README.md
+	contrib/probes/copy-offset.c contrib/README.md
 EXTRA_DIST += contrib/ompi5-root.sh
 
 # in the tarball too (make dist): the analysis, and the probes it cites
