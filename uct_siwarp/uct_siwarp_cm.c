@@ -67,6 +67,19 @@ ucs_status_t uct_siwarp_listen(uct_siwarp_iface_t *iface)
     return UCS_OK;
 }
 
+/* What a connection negotiated, in one line for either end: an ep of this
+ * process may move to the connection the peer opened (crossed eps), and
+ * then that one, accepted, is the only one the process uses; the tests read
+ * "up (MPA CRC on|off" from whichever end. */
+static void uct_siwarp_conn_log_up(const uct_siwarp_conn_t *conn,
+                                   const struct siwarp_qp_attr *attr, int accepted)
+{
+    ucs_debug("siwarp: connection %s %s on %s up (MPA CRC %s, RFC 7306 %s)%s",
+              accepted ? "from" : "to", conn->peer, conn->iface->if_name,
+              attr->crc ? "on" : "off", attr->rfc7306 ? "on" : "off",
+              accepted ? ", accepted" : "");
+}
+
 static void uct_siwarp_accept_one(uct_siwarp_iface_t *iface, struct siwarp_conn_req *req)
 {
     struct siwarp_conn_param p;
@@ -161,13 +174,8 @@ static void uct_siwarp_accept_one(uct_siwarp_iface_t *iface, struct siwarp_conn_
     }
     /* posting is allowed from here; this end sends only once verified */
     conn->state = UCT_SIWARP_CONN_UP;
-    /* what was negotiated, as the initiator's side says it: an ep of this
-     * process may move to this connection (crossed eps) and then it is the
-     * only one this process uses */
-    if (siwarp_query_qp(conn->qp, &attr) == 0) {
-        ucs_debug("siwarp: connection from %s on %s up (MPA CRC %s, RFC 7306 %s), accepted",
-                  conn->peer, iface->if_name, attr.crc ? "on" : "off",
-                  attr.rfc7306 ? "on" : "off");
+    if (ucs_log_is_enabled(UCS_LOG_LEVEL_DEBUG) && (siwarp_query_qp(conn->qp, &attr) == 0)) {
+        uct_siwarp_conn_log_up(conn, &attr, 1);
     }
     return;
 
@@ -347,7 +355,6 @@ int uct_siwarp_conn_check_up(uct_siwarp_conn_t *conn)
     conn->peer_rx_depth    = ucs_min(conn->peer_rx_depth, rep.rx_depth);
     conn->rfc7306          = attr.rfc7306;
     conn->state            = UCT_SIWARP_CONN_UP;
-    ucs_debug("siwarp: connection to %s on %s up (MPA CRC %s, RFC 7306 %s)", conn->peer,
-              conn->iface->if_name, attr.crc ? "on" : "off", attr.rfc7306 ? "on" : "off");
+    uct_siwarp_conn_log_up(conn, &attr, 0);
     return 1;
 }
