@@ -26,7 +26,6 @@
 #include <malloc.h>
 
 #define MIB (1024ul * 1024ul)
-#define PAGE 4096ul
 
 static MPI_T_pvar_session session;
 static MPI_T_pvar_handle h_bytes, h_count, h_peak;
@@ -71,6 +70,7 @@ int main(int argc, char **argv)
     int rank, size, provided, rounds = argc > 1 ? atoi(argv[1]) : 8;
     int heap = argc > 2 && !strcmp(argv[2], "heap");
     unsigned long b0, c0, b = 0, c = 0, p = 0, bmax = 0;
+    unsigned long page = (unsigned long) sysconf(_SC_PAGESIZE);
 
     if (heap) {
         /* before MPI_Init, as a program tuning malloc would: large blocks
@@ -110,7 +110,7 @@ int main(int argc, char **argv)
          * heap mode the last stays cached, and the one before until the
          * cache's next registration (grdma frees dropped ones then); each
          * may be a page longer at either end */
-        CHECK(b <= b0 + 2 * (len + 2 * PAGE),
+        CHECK(b <= b0 + 2 * (len + 2 * page),
               "round %d: %lu bytes registered (%lu at start): freed buffers stay registered",
               r, b, b0);
     }
