@@ -8,6 +8,8 @@
  * allows and what its completion does is in qp_rx_ops.c (swp_rx_ops[]).
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -278,11 +280,29 @@ static int rx_hdr_step(struct siwarp_qp *qp)
     return 0;
 }
 
-static int rx_crc_error(struct siwarp_qp *qp, uint32_t got, uint32_t computed)
+/* RFC 5044 4.4 / 8: a CRC mismatch is fatal to the stream.  The message
+ * names the FPDU (f: its first octet, ULPDU_Length) by what its header
+ * says and where it began in the stream, so that a capture of the
+ * connection finds it: a CRC the peer computed over other bytes than it
+ * sent and bytes damaged on the way look alike from here. */
+static int rx_crc_error(struct siwarp_qp *qp, const uint8_t *f, uint32_t got, uint32_t computed)
 {
-    /* RFC 5044 4.4 / 8: a CRC mismatch is fatal to the stream */
+    const struct swp_ctrl *c = (const struct swp_ctrl *)(f + SWP_MPA_HDR_LEN);
+    unsigned op = swp_ctrl_opcode(c);
+    const char *name = op < SWP_OP_MAX ? swp_opinfo[op].name : "unknown opcode";
+    char what[80];
+
+    if (swp_ctrl_tagged(c)) {
+        const struct swp_ddp_tagged_hdr *t = (const void *)c;
+        snprintf(what, sizeof(what), "%s TO 0x%" PRIx64, name, swp_get64(t->to));
+    } else {
+        const struct swp_ddp_untagged_hdr *u = (const void *)c;
+        snprintf(what, sizeof(what), "%s MSN %u MO %u", name, swp_get32(u->msn),
+                 swp_get32(u->mo));
+    }
     swp_qp_fatal(qp, SWP_TERM(SWP_TERM_LAYER_LLP, 0, SWP_LLP_EC_CRC), NULL, 0, -EBADMSG,
-                 "CRC error: received 0x%08x, computed 0x%08x", got, computed);
+                 "CRC error: received 0x%08x, computed 0x%08x (%s, %u B at octet %" PRIu64 ")",
+                 got, computed, what, swp_get16(f), qp->rx.fpdu_start);
     return -EBADMSG;
 }
 
@@ -293,7 +313,7 @@ int swp_rx_fpdu_done(struct siwarp_qp *qp)
     uint32_t pad = rx->trailer_want - SWP_MPA_CRC_LEN;
 
     if (qp->nego.crc && swp_mpa_get_crc(rx->trailer + pad) != rx->crc)
-        return rx_crc_error(qp, swp_mpa_get_crc(rx->trailer + pad), rx->crc);
+        return rx_crc_error(qp, rx->hdr, swp_mpa_get_crc(rx->trailer + pad), rx->crc);
     rx->state = SWP_RX_HDR;
     rx->hdr_got = 0;
     rx->hdr_phase = 0;
@@ -362,7 +382,7 @@ static int rx_crc_whole(struct siwarp_qp *qp, const uint8_t *p, uint32_t avail)
         return 0;
     c = swp_crc32c(0, p, covered);
     if (c != swp_mpa_get_crc(p + covered))
-        return rx_crc_error(qp, swp_mpa_get_crc(p + covered), c);
+        return rx_crc_error(qp, p, swp_mpa_get_crc(p + covered), c);
     rx->crc = c;
     rx->crc_checked = true;
     return 0;

@@ -37,7 +37,9 @@
 # MEM (2048), SMP (2), KARGS (e.g. siwfix=1), UCT_HW_NS (the namespace),
 # UCT_HW_STEPS (the guest's steps: info, check, pair, server, client), UCT_HW_TIMEOUT (150 s a perftest run),
 # MPI_UCT_JOBS ("pingpong rma rma-atomics"; empty: none), MPI_UCT_MAX
-# (4194304), MPI_UCT_TIMEOUT (150 s a job).
+# (4194304), MPI_UCT_TIMEOUT (150 s a job), UCT_HW_SNAPLEN (128: octets of
+# each segment captured into mixed.pcapng; 0, whole segments, to check a
+# stream's CRCs afterwards).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib-host.sh"     # now_ms, wait_for, tap_guest_*, rsh_agent, hw_guest_start
@@ -124,11 +126,11 @@ tap_guest_boot "$NS" eth0 "$HOSTIP" "$GUESTIP" "$SIWVM_MPI" "$SHARE" guest-uct.s
     "$OUT/console.log" $KARGS || exit 1
 wait_for 180 test -e "$SHARE/run/up" || echo "# guest did not start its script"
 echo "# guest up after $(( $(now_ms) - tb )) ms"
-# everything between host and guest, headers only: the MPA Requests the
+# everything between host and guest, headers only (UCT_HW_SNAPLEN): the MPA Requests the
 # host's software stack sends to the guest's siw0 (checked at the end)
 cappid=
 if command -v dumpcap >/dev/null && command -v tshark >/dev/null; then
-    ip netns exec "$NS" dumpcap -i eth0 -s 128 -f tcp -w "$OUT/mixed.pcapng" 2>"$OUT/dumpcap.err" &
+    ip netns exec "$NS" dumpcap -i eth0 -s "${UCT_HW_SNAPLEN:-128}" -f tcp -w "$OUT/mixed.pcapng" 2>"$OUT/dumpcap.err" &
     cappid=$!
     wait_for 10 grep -q "Capturing on" "$OUT/dumpcap.err"
 fi

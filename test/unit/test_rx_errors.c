@@ -540,12 +540,29 @@ static void wait_placed(struct peer *p, const uint8_t *dst, uint8_t fill, uint32
         ASSERT_EQ(dst[i], fill);
 }
 
+/* The QP's error names the FPDU whose CRC failed: its opcode and offset
+ * (TO, or MSN and MO), ULPDU_Length and first octet in the stream, so that
+ * a capture of the connection finds it. */
+static void expect_crc_named(struct peer *p, const char *what, uint32_t ulpdu, uint64_t at)
+{
+    struct siwarp_qp_attr a;
+    char want[96];
+
+    siwarp_query_qp(p->qp, &a);
+    snprintf(want, sizeof(want), "(%s, %u B at octet %llu)", what, ulpdu, (unsigned long long)at);
+    if (!strstr(a.error_str, "CRC error: received 0x") || !strstr(a.error_str, want))
+        FAIL("error \"%s\" does not end in \"%s\"", a.error_str, want);
+}
+
 TEST(bad_crc)
 {
     struct peer p;
+    char what[64];
     peer_setup(&p, true, false);
     write_fill(&p, siwarp_mr_stag(p.mr), p.region, 0, 16, true);
     expect_term(&p, SWP_TERM(SWP_TERM_LAYER_LLP, 0, SWP_LLP_EC_CRC));
+    snprintf(what, sizeof(what), "RDMA Write TO 0x%llx", (unsigned long long)(uintptr_t)p.region);
+    expect_crc_named(&p, what, SWP_HDR_TAGGED + 16, 0);
     peer_teardown(&p);
 }
 
@@ -595,7 +612,13 @@ TEST(crc_whole_then_split)
             siwarp_progress(p.ctx);
         ASSERT_EQ(write(p.raw, f + 30, n - 30), (ssize_t)(n - 30));
         if (bad) {
+            char what[64];
             expect_term(&p, SWP_TERM(SWP_TERM_LAYER_LLP, 0, SWP_LLP_EC_CRC));
+            /* behind the 64-octet Write and the good split one */
+            snprintf(what, sizeof(what), "RDMA Write TO 0x%llx", (unsigned long long)(uintptr_t)dst);
+            expect_crc_named(&p, what, h + 200,
+                             swp_fpdu_wire_len(SWP_HDR_TAGGED + 64, true) +
+                                 swp_fpdu_wire_len(h + 200, true));
             break;
         }
         wait_placed(&p, dst, fill, 200);
