@@ -27,6 +27,7 @@ common_libswpcore_la_SOURCES = \
 	common/progress.c \
 	common/progress_thread.c \
 	common/tcp_cc.c \
+	common/timeline.c common/timeline.h \
 	common/verbs.c \
 	common/iwarp_wire.h \
 	common/swp.h

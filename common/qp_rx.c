@@ -532,6 +532,7 @@ static int rx_progress(struct siwarp_qp *qp)
             if (got < 0)
                 got = -errno;
             else if (got > 0) {
+                SWP_TL(SWP_TL_RX_RECV, got);
                 rx->buf_head = 0;
                 rx->buf_tail = (uint32_t)got;
                 short_read = (uint32_t)got < ask;

@@ -261,6 +261,7 @@ ssize_t swp_rx_direct(struct siwarp_qp *qp, bool *full)
     got = recvmsg(qp->pl.fd, &msg, MSG_DONTWAIT);
     if (got <= 0)
         return got == 0 ? 0 : -errno;
+    SWP_TL(SWP_TL_RX_DIRECT, got);
     *full = (size_t)got == asked;
     rx->behind = *full;
     left = (size_t)got;

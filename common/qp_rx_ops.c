@@ -228,6 +228,7 @@ static void rx_done_read_resp(struct siwarp_qp *qp)
         w->status = SIWARP_WC_REM_OP_ERR;
     }
     w->complete = true;
+    SWP_TL(SWP_TL_RX_READ_DONE, w->len);
     qp->orqr.head++;
     swp_sq_retire(qp);
 }
@@ -292,6 +293,7 @@ static void rx_done_verify(struct siwarp_qp *qp)
 SWP_HOT
 static void rx_done_send(struct siwarp_qp *qp)
 {
+    SWP_TL(SWP_TL_RX_SEND, qp->rx.copied);
     struct swp_rx *rx = &qp->rx;
     const struct swp_ddp_untagged_hdr *u = rx_uhdr(rx);
     struct siwarp_wc wc;
@@ -355,6 +357,7 @@ static void rx_done_read_req(struct siwarp_qp *qp)
     struct swp_irqe *r = &qp->irq[qp->irqr.tail & qp->irqr.mask];
     uint32_t size = swp_get32(rr->size);
 
+    SWP_TL(SWP_TL_RX_READ_REQ, size);
     qp->rx.msn[SWP_QN_READ_REQ]++;
     if (swp_rx_is_rtr(qp, SIWARP_RTR_READ) && size == 0 && qp->rtr_wait_rx) {
         qp->rtr_wait_rx = false;     /* answered below with a zero-length response */

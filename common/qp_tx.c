@@ -291,6 +291,8 @@ int swp_tx_progress(struct siwarp_qp *qp)
             }
         }
         n = tx_write(qp->pl.fd, tx);
+        if (n > 0)
+            SWP_TL(SWP_TL_TX_WRITE, n);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -396,6 +398,7 @@ static int tx_direct_write(struct siwarp_qp *qp, const struct siwarp_send_wr *wr
             n = sendmsg(qp->pl.fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
         }
     } while (n < 0 && errno == EINTR);
+    SWP_TL(SWP_TL_TX_DIRECT, n);
     if (n == (ssize_t)total) {
         tx->written += total;
         qp->ctx->moved += total;

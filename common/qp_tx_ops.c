@@ -206,6 +206,8 @@ static bool tx_read_resp(struct siwarp_qp *qp, struct swp_irqe *r)
 
     if (!swp_tx_room(qp, plen, 1))
         return false;
+    if (r->sent == 0)
+        SWP_TL(SWP_TL_TX_READ_RESP, r->len);
     h = swp_tx_fpdu_hdr(&qp->tx);
     swp_ddp_build_tagged(h + SWP_MPA_HDR_LEN, SWP_OP_READ_RESP, plen == left, r->sink_stag,
                          r->sink_to + r->sent);

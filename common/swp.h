@@ -55,6 +55,7 @@ extern int swp_debug;
 #define SWP_DBG(...) do { if (swp_debug) swp_log(__VA_ARGS__); } while (0)
 
 uint64_t swp_now_ns(void);
+#include "timeline.h"
 
 /* ---- CRC32c (crc32c.c) ---------------------------------------------------- */
 

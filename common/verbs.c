@@ -203,6 +203,11 @@ int siwarp_post_send(struct siwarp_qp *qp, struct siwarp_send_wr *wr,
 
     if (!qp || !wr)
         return -EINVAL;
+#ifdef SWP_TIMELINE
+    for (const struct siwarp_send_wr *x = wr; x; x = x->next)
+        SWP_TL(SWP_TL_POST, ((uint64_t)x->opcode << 24) |
+                                (x->num_sge > 0 ? (x->sg_list[0].length & 0xffffffu) : 0));
+#endif
     if (qp->ctx->hw) return swp_hw_post_send(qp, wr, bad_wr);
     swp_lock(qp->ctx);
     /* a sender that posts and seldom progresses (UCP's eager sends complete
