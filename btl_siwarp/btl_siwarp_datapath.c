@@ -67,6 +67,14 @@ static int iwarp_post(mca_btl_siwarp_endpoint_t *ep, mca_btl_siwarp_frag_t *frag
         sge.lkey = frag->lkey;
         wr.opcode = SIWARP_WR_SEND;
         wr.send_flags |= SIWARP_SEND_COMPLETE_AT_POST;
+        if (frag->base.des_flags & MCA_BTL_DES_FLAGS_SIGNAL) {
+            /* the PML's mark for a message the peer waits on (ob1: the
+             * rendezvous headers, ACK, FIN): not held for coalescing.  A
+             * FIN from a completion and the next message's header from
+             * the application are two posts before progress runs again,
+             * and the header, on the critical path, waited for it. */
+            wr.send_flags |= SIWARP_SEND_PROMPT;
+        }
         if (2 == frag->base.des_segment_count) {
             /* in place (prepare_src): headers here, data in the user's memory */
             sgl[0] = sge;

@@ -220,6 +220,10 @@ int siwarp_post_send(struct siwarp_qp *qp, struct siwarp_send_wr *wr,
      * (coalescing only) */
     if ((wr->send_flags & SIWARP_SEND_HOLD) && qp->init.tx_coalesce)
         qp->tx_epoch = qp->ctx->epoch;
+    /* SIWARP_SEND_PROMPT: as if it were the first post of this epoch, so
+     * that the direct path takes it and swp_tx_post writes it now */
+    else if (wr->send_flags & SIWARP_SEND_PROMPT)
+        qp->tx_epoch = UINT64_MAX;
     if (!wr->next && (rc = swp_tx_direct_send(qp, wr)) > 0) {
         swp_unlock(qp->ctx);
         return rc == 2 ? 1 : 0;

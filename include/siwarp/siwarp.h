@@ -329,6 +329,13 @@ enum siwarp_send_flags {
      * its caller flushes next: the Write and the flush's Read then leave
      * in one sendmsg).  Ignored without coalescing and on a verbs device. */
     SIWARP_SEND_HOLD = 1 << 5,
+    /* The opposite: on a QP with send coalescing, the WR goes to the socket
+     * at once (with whatever is held before it), even as the second post
+     * since the last progress call.  For a message the peer waits on and
+     * that no burst follows: an MPI rendezvous header posted right after
+     * the previous message's FIN, which coalescing held until the next
+     * progress call (1-2 us later). */
+    SIWARP_SEND_PROMPT = 1 << 6,
 };
 
 struct siwarp_send_wr {

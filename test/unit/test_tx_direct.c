@@ -712,4 +712,43 @@ static void hold(uint32_t coalesce)
 TEST(hold_waits_for_the_next_progress_with_coalescing) { hold(4); }
 TEST(hold_is_ignored_without_coalescing) { hold(0); }
 
+/* SIWARP_SEND_PROMPT with coalescing: the second Send since progress ran,
+ * which coalescing would hold (the silence checked first, without the
+ * flag), leaves at once when flagged, behind the one held before it,
+ * in order. */
+TEST(prompt_goes_out_as_the_second_post)
+{
+    static uint8_t src[3][40], got[4096];
+    struct siwarp_mr *mr;
+    struct rig r;
+
+    rig_setup(&r, true, 4, 0);
+    ASSERT_OK(siwarp_reg_mr(r.pd, src, sizeof(src), 0, &mr));
+    (void)siwarp_progress(r.ctx);
+    for (int i = 0; i < 3; i++) {
+        struct siwarp_sge sge = { src[i], sizeof(src[i]), siwarp_mr_stag(mr) };
+        struct siwarp_send_wr wr = { .wr_id = (uint64_t)i, .sg_list = &sge, .num_sge = 1,
+                                     .opcode = SIWARP_WR_SEND,
+                                     .send_flags = SIWARP_SEND_SIGNALED |
+                                                   (i == 2 ? SIWARP_SEND_PROMPT : 0) };
+        fill(src[i], sizeof(src[i]), 40u + (unsigned)i);
+        ASSERT_OK(siwarp_post_send(r.qp, &wr, NULL));
+        if (i == 0) {
+            ASSERT_EQ(raw_read_send(&r, true, 3, 1, 0, got), sizeof(src[0]));   /* direct */
+            ASSERT_MEM_EQ(got, src[0], sizeof(src[0]));
+        } else if (i == 1) {
+            ASSERT(raw_silent(&r));                                             /* held */
+        }
+    }
+    /* no progress call since: the flagged Send wrote the held one and itself */
+    for (int i = 1; i < 3; i++) {
+        uint8_t f[2 + 18 + 40 + 4];       /* ULPDU_Length, header, payload, CRC */
+        ASSERT_EQ(recv(r.raw, f, sizeof(f), MSG_DONTWAIT), (ssize_t)sizeof(f));
+        ASSERT_EQ(get32(f + 12), (uint32_t)i + 1);          /* MSN */
+        ASSERT_MEM_EQ(f + 20, src[i], sizeof(src[i]));
+    }
+    siwarp_dereg_mr(mr);
+    rig_teardown(&r);
+}
+
 SWP_TEST_MAIN()
