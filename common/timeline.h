@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 enum swp_tl_event {
-    SWP_TL_POST = 1,            /* siwarp_post_send: arg = opcode << 24 | first SGE length */
+    SWP_TL_POST = 1,            /* siwarp_post_send: arg = opcode << 24 | length (< 16 MiB) */
     SWP_TL_RX_SEND = 2,         /* a Send (its last segment) parsed and delivered */
     SWP_TL_RX_READ_REQ = 4,     /* a Read Request parsed: arg = its length */
     SWP_TL_TX_READ_RESP = 5,    /* the first segment of a Read Response built */

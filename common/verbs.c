@@ -204,9 +204,12 @@ int siwarp_post_send(struct siwarp_qp *qp, struct siwarp_send_wr *wr,
     if (!qp || !wr)
         return -EINVAL;
 #ifdef SWP_TIMELINE
-    for (const struct siwarp_send_wr *x = wr; x; x = x->next)
-        SWP_TL(SWP_TL_POST, ((uint64_t)x->opcode << 24) |
-                                (x->num_sge > 0 ? (x->sg_list[0].length & 0xffffffu) : 0));
+    for (const struct siwarp_send_wr *x = wr; x; x = x->next) {
+        uint64_t len = 0;
+        for (int i = 0; i < x->num_sge && x->sg_list; i++)
+            len += x->sg_list[i].length;
+        SWP_TL(SWP_TL_POST, ((uint64_t)x->opcode << 24) | (len < 0xffffffu ? len : 0xffffffu));
+    }
 #endif
     if (qp->ctx->hw) return swp_hw_post_send(qp, wr, bad_wr);
     swp_lock(qp->ctx);
