@@ -50,22 +50,29 @@ static uint64_t tl_now(void)
 
 static void tl_write(void)
 {
-    struct swp_tl_file h = { .magic = "SWPTL2", .marks = tl_n, .dropped = tl_dropped,
-                             .ns_per_tick = tl_ns_per_tick };
+    struct swp_tl_file h = { .magic = "SWPTL2", .ns_per_tick = tl_ns_per_tick };
     FILE *f;
 
-    if (!tl_buf)
+    /* a progress thread may still be marking */
+    pthread_mutex_lock(&tl_lock);
+    if (!tl_buf) {
+        pthread_mutex_unlock(&tl_lock);
         return;
+    }
+    h.marks = tl_n;
+    h.dropped = tl_dropped;
     f = fopen(tl_path, "wb");
     if (!f) {
         fprintf(stderr, "siwarp: timeline: cannot write %s\n", tl_path);
-        return;
+    } else {
+        if (fwrite(&h, sizeof(h), 1, f) != 1 ||
+            fwrite(tl_buf, sizeof(*tl_buf), tl_n, f) != tl_n)
+            fprintf(stderr, "siwarp: timeline: short write to %s\n", tl_path);
+        fclose(f);
     }
-    if (fwrite(&h, sizeof(h), 1, f) != 1 || fwrite(tl_buf, sizeof(*tl_buf), tl_n, f) != tl_n)
-        fprintf(stderr, "siwarp: timeline: short write to %s\n", tl_path);
-    fclose(f);
     free(tl_buf);
     tl_buf = NULL;
+    pthread_mutex_unlock(&tl_lock);
 }
 
 static void tl_init(void)
@@ -88,6 +95,7 @@ static void tl_init(void)
         if (ci)
             fclose(ci);
         if (constant) {
+            /* the first mark, and the post it marks, wait for this */
             struct timespec d = { 0, 20000000 };
             uint64_t t0 = __rdtsc(), n0 = tl_clock_ns(), t1, n1;
             nanosleep(&d, NULL);

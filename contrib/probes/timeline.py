@@ -77,7 +77,7 @@ def report(title, steps):
 def rget(ranks, us):
     names = ["header posted -> parsed at the receiver", "parsed -> Read posted",
              "Read posted -> Request parsed at the sender", "Request parsed -> Response built",
-             "built -> first write returned", "first -> last write returned",
+             "built -> first write returned", "first -> last write of it returned",
              "last write -> Read complete at the receiver", "first read of data -> Read complete",
              "Read complete -> next post (FIN)", "header posted -> Read complete"]
     steps = {n: [] for n in names}
@@ -92,7 +92,14 @@ def rget(ranks, us):
             if not (parsed and hdr and req and done):
                 continue
             built = after(peer, req[0], lambda m: m[1] == TX_READ_RESP, done[0])
-            writes = [m for m in peer if req[0] <= m[0] <= done[0] and m[1] == TX_WRITE]
+            # the writes that carried the Response: up to the one that
+            # brought the octets written to its length (a small Send may
+            # follow it before the Read completes)
+            writes, sent = [], 0
+            for m in peer:
+                if req[0] <= m[0] <= done[0] and m[1] == TX_WRITE and sent < req[2]:
+                    writes.append(m)
+                    sent += m[2]
             first = after(me, t, lambda m: m[1] in (RX_RECV, RX_DIRECT) and m[2] > 4096, done[0])
             nxt = after(me, done[0], lambda m: m[1] == POST)
             if not (built and writes and nxt):
