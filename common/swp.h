@@ -569,6 +569,9 @@ int  swp_rx_progress(struct siwarp_qp *qp);    /* 0, -EAGAIN, or fatal error */
  * first QP): 0 or -ENOMEM. */
 int  swp_rx_init(struct siwarp_qp *qp);
 extern int swp_rx_budget;
+/* segments from this size on are read straight into their target when CRC
+ * is on: by default none (qp_rx.c); tests lower it */
+extern uint32_t swp_rx_bulk_min_crc;
 int  swp_sgl_iov(struct siwarp_qp *qp, const struct siwarp_sge *sge, uint32_t num_sge,
                     uint64_t off, uint32_t len, struct iovec *iov, uint32_t max,
                     bool checked);

@@ -236,13 +236,18 @@ static void run_rdma(struct swp_nego n, bool read)
     pair_teardown(&p);
 }
 
-/* A stream of large segments is read straight into its target: only the
- * staged lookahead behind each FPDU is copied (qp_rx.c: rx_direct). */
-TEST(large_segments_placed_without_staging_copy)
+/* A stream of large segments is read straight into its target with CRC
+ * off (or with CRC on below swp_rx_bulk_min_crc): only the staged
+ * lookahead behind each FPDU is copied (qp_rx.c: rx_direct).  With CRC on
+ * and the default threshold every segment is staged, its copy out of
+ * staging carrying the CRC pass: nothing is read straight. */
+static void large_segments(bool crc, uint32_t bulk_min_crc)
 {
     struct pair p;
-    struct swp_nego n = nego_default(true, false);
+    struct swp_nego n = nego_default(crc, false);
     const size_t sz = 8u << 20;
+    bool direct = !crc || bulk_min_crc <= 61440;
+    swp_rx_bulk_min_crc = bulk_min_crc;
     pair_setup(&p, n);
     uint8_t *s = malloc(sz), *r = calloc(1, sz);
     struct siwarp_mr *ms = reg(&p, s, sz, 0), *mr = reg(&p, r, sz, ACC_ALL);
@@ -261,11 +266,18 @@ TEST(large_segments_placed_without_staging_copy)
     ASSERT_MEM_EQ(s, r, sz);
     fprintf(stderr, "# copied %llu direct %llu\n", (unsigned long long)p.qp[1]->rx.copied,
              (unsigned long long)p.qp[1]->rx.direct);
-    ASSERT(p.qp[1]->rx.copied * 50 < p.qp[1]->rx.direct);   /* under 2% copied */
+    if (direct)
+        ASSERT(p.qp[1]->rx.copied * 50 < p.qp[1]->rx.direct);   /* under 2% copied */
+    else
+        ASSERT_EQ(p.qp[1]->rx.direct, 0);
     free(s);
     free(r);
     pair_teardown(&p);
 }
+
+TEST(large_segments_placed_without_staging_copy_nocrc) { large_segments(false, 65536); }
+TEST(large_segments_placed_without_staging_copy_below_threshold) { large_segments(true, 61440); }
+TEST(large_segments_staged_with_crc) { large_segments(true, 65536); }
 
 /* MSS-sized segments (1448 octets, a 1500-byte MTU) are not read one
  * syscall each: they are staged in bulk and copied. */
