@@ -293,13 +293,13 @@ static void rx_done_verify(struct siwarp_qp *qp)
 SWP_HOT
 static void rx_done_send(struct siwarp_qp *qp)
 {
-    SWP_TL(SWP_TL_RX_SEND, qp->rx.copied);
     struct swp_rx *rx = &qp->rx;
     const struct swp_ddp_untagged_hdr *u = rx_uhdr(rx);
     struct siwarp_wc wc;
     unsigned op = rx->op;
     bool inl = rx->cur_inline;
 
+    SWP_TL(SWP_TL_RX_SEND, rx->copied);
     if (rx->cur_verify) {
         rx_done_verify(qp);
         return;

@@ -334,7 +334,8 @@ enum siwarp_send_flags {
      * since the last progress call.  For a message the peer waits on and
      * that no burst follows: an MPI rendezvous header posted right after
      * the previous message's FIN, which coalescing held until the next
-     * progress call (1-2 us later). */
+     * progress call (1-2 us later).  Ignored without coalescing and on a
+     * verbs device. */
     SIWARP_SEND_PROMPT = 1 << 6,
 };
 
