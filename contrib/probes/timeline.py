@@ -17,6 +17,7 @@ on one time line and split into the steps of each message:
 Prints the median and quartiles of each step over all messages found.
 """
 import argparse
+import bisect
 import statistics
 import struct
 import sys
@@ -37,16 +38,14 @@ def load(path):
     return ns_per_tick, [struct.unpack_from("<QII", data, 32 + 16 * i) for i in range(n)]
 
 
+def at(marks, t):
+    """index of the first mark of one process (sorted by time) at or after t"""
+    return bisect.bisect_left(marks, t, key=lambda m: m[0])
+
+
 def after(marks, t, pred, limit=None):
     """the first mark of one process at or after t that satisfies pred"""
-    lo, hi = 0, len(marks)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if marks[mid][0] < t:
-            lo = mid + 1
-        else:
-            hi = mid
-    for m in marks[lo:]:
+    for m in marks[at(marks, t):]:
         if limit is not None and m[0] > limit:
             return None
         if pred(m):
@@ -55,15 +54,17 @@ def after(marks, t, pred, limit=None):
 
 
 def before(marks, t, pred):
-    """the last mark of one process before t that satisfies pred"""
-    for m in reversed([x for x in marks if x[0] < t][-64:]):
+    """the last mark of one process before t that satisfies pred, among the
+    64 before it"""
+    i = at(marks, t)
+    for m in reversed(marks[max(0, i - 64):i]):
         if pred(m):
             return m
     return None
 
 
-def is_post(op, minlen=0, maxlen=1 << 24):
-    return lambda m: m[1] == POST and m[2] >> 24 == op and minlen <= (m[2] & 0xffffff) < maxlen
+def is_post(op, minlen=0):
+    return lambda m: m[1] == POST and m[2] >> 24 == op and (m[2] & 0xffffff) >= minlen
 
 
 def report(title, steps):
@@ -83,7 +84,7 @@ def rget(ranks, us):
     steps = {n: [] for n in names}
     for r in (0, 1):
         me, peer = ranks[r], ranks[1 - r]
-        for rd in (m for m in me if m[1] == POST and m[2] >> 24 == OP_READ):
+        for rd in filter(is_post(OP_READ), me):
             t = rd[0]
             parsed = before(me, t, lambda m: m[1] == RX_SEND)
             hdr = parsed and before(peer, parsed[0], is_post(OP_SEND))
@@ -96,8 +97,8 @@ def rget(ranks, us):
             # brought the octets written to its length (a small Send may
             # follow it before the Read completes)
             writes, sent = [], 0
-            for m in peer:
-                if req[0] <= m[0] <= done[0] and m[1] == TX_WRITE and sent < req[2]:
+            for m in peer[at(peer, req[0]):at(peer, done[0] + 1)]:
+                if m[1] == TX_WRITE and sent < req[2]:
                     writes.append(m)
                     sent += m[2]
             first = after(me, t, lambda m: m[1] in (RX_RECV, RX_DIRECT) and m[2] > 4096, done[0])
@@ -121,7 +122,7 @@ def eager(ranks, minlen, us):
     steps = {n: [] for n in names}
     for r in (0, 1):
         me, peer = ranks[r], ranks[1 - r]
-        for p in (m for m in me if m[1] == POST and m[2] >> 24 == OP_SEND and (m[2] & 0xffffff) >= minlen):
+        for p in filter(is_post(OP_SEND, minlen), me):
             got = after(peer, p[0], lambda m: m[1] == RX_SEND)
             if not got:
                 continue
