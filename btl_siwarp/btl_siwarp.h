@@ -294,6 +294,7 @@ typedef struct mca_btl_siwarp_component_t {
     unsigned long reg_bytes;       /* bytes registered now */
     unsigned long reg_count;       /* registrations now */
     unsigned long reg_bytes_peak;  /* most bytes registered at once */
+    size_t rcache_limit;           /* above it unused ones go first (0: none) */
 
     struct mca_btl_siwarp_module_t *module;
 } mca_btl_siwarp_component_t;

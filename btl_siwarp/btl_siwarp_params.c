@@ -112,6 +112,19 @@ int mca_btl_siwarp_params_register(void)
     c->port_range = 64;
     reg_int("port_range_v4", "Number of ports tried from btl_siwarp_port_min_v4 "
             "(1-65535)", &c->port_range, OPAL_INFO_LVL_2);
+    c->rcache_limit = (size_t) 1 << 30;
+    (void) mca_base_component_var_register(
+        &c->super.btl_version, "rcache_limit",
+        "Bytes of registered memory above which, before a new registration, cached "
+        "registrations no transfer is using are dropped, least recently used first (0: no "
+        "limit).  The cache keeps a registration after its transfer so that the next "
+        "transfer from the same buffer needs none; one whose memory malloc keeps for later "
+        "buffers stays until a new registration overlaps it or the memory goes back to the "
+        "system, so without a limit a program whose large buffers land at ever new places "
+        "in malloc's heap keeps them all.  Registrations in use are never dropped.  "
+        "Suffixes k, m, g",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &c->rcache_limit);
     c->rq_depth = 64;
     reg_int("rq_depth", "Most Send credits one peer gets (1-4096): its share of the shared "
             "receive queue is capped at this; with btl_siwarp_srq_size=0 this many receive "
@@ -366,6 +379,11 @@ int mca_btl_siwarp_params_verify(void)
     if (c->port_range < 1 || c->port_min + c->port_range - 1 > 65535) {
         return bad("btl_siwarp_port_range_v4", c->port_range,
                    "1 or more, with port_min + port_range - 1 <= 65535");
+    }
+    /* a negative value reads as a huge size_t */
+    if (c->rcache_limit > ((size_t) 1 << 50)) {
+        return bad("btl_siwarp_rcache_limit", (long) c->rcache_limit,
+                   "0 (no limit) or 1 byte to 1 PiB");
     }
     if (c->rq_depth < 1 || c->rq_depth > 4096) {
         return bad("btl_siwarp_rq_depth", c->rq_depth, "1 to 4096");

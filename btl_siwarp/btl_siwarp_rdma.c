@@ -65,6 +65,27 @@ static void drop_superseded(mca_btl_siwarp_module_t *m, void *base, size_t size)
     }
 }
 
+/* btl_siwarp_rcache_limit: before a registration of size bytes would take
+ * registered memory past the limit, unused cached registrations go, least
+ * recently used first.  drop_superseded catches the stale registrations a
+ * new buffer overlaps; this bounds the ones it never will (a heap whose
+ * large blocks land at new places: 50 accept/connect cycles kept 2 to 10
+ * stale 1 MiB registrations, depending on where malloc put them).  grdma
+ * calls register_mem with no lock held, so its evict (the one its own
+ * out-of-resource retry uses) is safe here; it returns false once nothing
+ * unused is left, and registrations in use stay, so this never fails. */
+static void keep_under_limit(mca_btl_siwarp_module_t *m, size_t size)
+{
+    size_t limit = mca_btl_siwarp_component.rcache_limit;
+
+    if (0 == limit || NULL == m->rcache || NULL == m->rcache->rcache_evict) {
+        return;
+    }
+    while (mca_btl_siwarp_component.reg_bytes + size > limit &&
+           m->rcache->rcache_evict(m->rcache)) {
+    }
+}
+
 static int rcache_reg(void *reg_data, void *base, size_t size,
                       mca_rcache_base_registration_t *base_reg)
 {
@@ -74,6 +95,7 @@ static int rcache_reg(void *reg_data, void *base, size_t size,
     int rc;
 
     drop_superseded(m, base, size);
+    keep_under_limit(m, size);
 
     if (base_reg->access_flags & MCA_RCACHE_ACCESS_REMOTE_READ) {
         access |= SIWARP_ACCESS_REMOTE_READ;

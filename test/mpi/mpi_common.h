@@ -146,4 +146,25 @@ static inline unsigned long pvar_read(MPI_T_pvar_session session, MPI_T_pvar_han
     return v;
 }
 
+/* The value of the MPI_T control variable NAME, an unsigned integer of at
+ * most 8 bytes (an int, a size_t, ...), after MPI_T_init_thread. */
+static inline unsigned long cvar_read_ulong(const char *name)
+{
+    MPI_T_cvar_handle h;
+    int idx, count, size;
+    MPI_Datatype type;
+    unsigned long v = 0;
+
+    CHECK(MPI_SUCCESS == MPI_T_cvar_get_index(name, &idx), "no MPI_T control variable %s", name);
+    CHECK(MPI_SUCCESS == MPI_T_cvar_get_info(idx, NULL, NULL, NULL, &type, NULL, NULL, NULL,
+                                             NULL, NULL) &&
+              MPI_SUCCESS == MPI_Type_size(type, &size) && size <= (int) sizeof(v),
+          "%s: not an integer of at most %zu bytes", name, sizeof(v));
+    CHECK(MPI_SUCCESS == MPI_T_cvar_handle_alloc(idx, NULL, &h, &count) && 1 == count,
+          "%s: no handle of one value", name);
+    CHECK(MPI_SUCCESS == MPI_T_cvar_read(h, &v), "MPI_T_cvar_read %s", name);
+    MPI_T_cvar_handle_free(&h);
+    return v;
+}
+
 #endif

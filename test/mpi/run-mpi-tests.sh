@@ -145,6 +145,12 @@ for np in 2 4; do
             2 "$OUT/mpi_regcount"
         run "registration cache: buffers malloc keeps in its heap, each overwriting the last, do not pile up" \
             2 "$OUT/mpi_regcount" 12 heap
+        # apart: without a limit every stale registration stays (the
+        # premise), with one they go, least recently used first
+        run "registration cache: buffers each in memory no other used, no limit: all stay cached" \
+            2 --mca btl_siwarp_rcache_limit 0 "$OUT/mpi_regcount" 12 apart
+        run "registration cache: buffers each in memory no other used, btl_siwarp_rcache_limit 16m: kept under it" \
+            2 --mca btl_siwarp_rcache_limit 16m "$OUT/mpi_regcount" 12 apart
     fi
 done
 
@@ -435,6 +441,7 @@ bad_param btl_siwarp_idle_quiet -1
 bad_param btl_siwarp_idle_wait_us -2
 bad_param btl_siwarp_progress_thread_place 3
 bad_param btl_siwarp_if_near 2
+bad_param btl_siwarp_rcache_limit -1
 
 # Ranks whose btl_siwarp_max_send_size differ cannot share a connection
 # (each posts receive buffers of its own size and sends up to it): the
