@@ -287,6 +287,7 @@ typedef struct mca_btl_siwarp_component_t {
     int   fallback;          /* enum mca_btl_siwarp_fallback */
     int   disable_loopback;
     int   rx_inline;         /* longest Send to ob1 from libsiwarp's staging */
+    int   read_hint;         /* announce ob1's RGET Reads (btl_siwarp_rdma.c) */
     int   rfc7306;           /* RFC 7306 atomics with siwarp peers (0: off) */
 
     /* Registrations through the rcache, read as MPI_T performance

@@ -272,6 +272,16 @@ int mca_btl_siwarp_params_register(void)
             "read it, without a receive buffer or completion queue round trip; 0: never.  "
             "Only when one thread at a time calls MPI and no progress thread runs (0-65536)",
             &c->rx_inline, OPAL_INFO_LVL_5);
+    /* ob1's RDMA Read rendezvous (RGET): the sender waits two small hops
+     * for the Read, then spent a CRC pass over the message before its
+     * first byte left (contrib/PERFORMANCE.md) */
+    c->read_hint = 1;
+    reg_bool("read_hint", "When the PML registers a send buffer for the peer to read (ob1's "
+             "RDMA Read rendezvous), announce that Read to libsiwarp, which computes its "
+             "Response's CRC32c while waiting for it; MPI keeps a send buffer unchanged until "
+             "the send completes, when the announcement is withdrawn.  Only over iWARP with "
+             "CRC on and markers off, messages of 32 KiB or more",
+             &c->read_hint, OPAL_INFO_LVL_5);
     c->progress_thread = 0;
     reg_bool("progress_thread", "Run a thread that progresses libsiwarp (serves incoming "
              "RDMA Reads and Write placement while the application computes)",
@@ -437,6 +447,9 @@ int mca_btl_siwarp_params_verify(void)
     if ((c->crc | c->markers | c->progress_thread) & ~1) {
         return bad("btl_siwarp_crc/markers/progress_thread",
                    c->crc | c->markers | c->progress_thread, "0 or 1");
+    }
+    if (c->read_hint & ~1) {
+        return bad("btl_siwarp_read_hint", c->read_hint, "0 or 1");
     }
     if (c->if_near & ~1) {
         return bad("btl_siwarp_if_near", c->if_near, "0 or 1");

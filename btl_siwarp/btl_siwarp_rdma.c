@@ -155,11 +155,27 @@ static int rcache_dereg(void *reg_data, mca_rcache_base_registration_t *base_reg
     return OPAL_SUCCESS;
 }
 
+/* btl_siwarp_read_hint_segments: how many Read Response segments went out
+ * with CRCs computed ahead (btl_siwarp_read_hint), so that a test can see
+ * the announcements are taken. */
+static int read_hint_segments_get(const struct mca_base_pvar_t *pvar, void *value, void *obj)
+{
+    mca_btl_siwarp_module_t *m = mca_btl_siwarp_component.module;
+    (void) pvar;
+    (void) obj;
+
+    *(unsigned long *) value =
+        m && m->ctx ? (unsigned long) siwarp_ctx_read_hint_segments(m->ctx) : 0;
+    return OPAL_SUCCESS;
+}
+
 /* btl_siwarp_registered_bytes, _registrations and _registered_bytes_peak:
  * what the registration cache holds registered, for a tool or a test
  * (test/fault/mpi_soak) to read through MPI_T; read-only, always on. */
 int mca_btl_siwarp_reg_pvars_register(void)
 {
+    int rc;
+
     static const struct {
         const char *name, *help;
         int var_class;
@@ -176,7 +192,7 @@ int mca_btl_siwarp_reg_pvars_register(void)
     };
 
     for (size_t i = 0; i < sizeof(pv) / sizeof(pv[0]); i++) {
-        int rc = mca_base_component_pvar_register(
+        rc = mca_base_component_pvar_register(
             &mca_btl_siwarp_component.super.btl_version, pv[i].name, pv[i].help,
             OPAL_INFO_LVL_4, pv[i].var_class, MCA_BASE_VAR_TYPE_UNSIGNED_LONG, NULL,
             MCA_BASE_VAR_BIND_NO_OBJECT,
@@ -186,7 +202,14 @@ int mca_btl_siwarp_reg_pvars_register(void)
             return rc;
         }
     }
-    return OPAL_SUCCESS;
+    rc = mca_base_component_pvar_register(
+        &mca_btl_siwarp_component.super.btl_version, "read_hint_segments",
+        "RDMA Read Response segments sent with CRCs computed while the Read was awaited "
+        "(btl_siwarp_read_hint)", OPAL_INFO_LVL_4, MCA_BASE_PVAR_CLASS_COUNTER,
+        MCA_BASE_VAR_TYPE_UNSIGNED_LONG, NULL, MCA_BASE_VAR_BIND_NO_OBJECT,
+        MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS, read_hint_segments_get,
+        NULL, NULL, NULL);
+    return rc < 0 ? rc : OPAL_SUCCESS;
 }
 
 int mca_btl_siwarp_rcache_init(mca_btl_siwarp_module_t *m)
@@ -209,6 +232,26 @@ int mca_btl_siwarp_rcache_init(mca_btl_siwarp_module_t *m)
     return m->rcache ? OPAL_SUCCESS : OPAL_ERR_NOT_AVAILABLE;
 }
 
+/* btl_siwarp_read_hint: a registration for remote reads only, with the
+ * peer named, is how ob1 starts an RDMA Read rendezvous (RGET): the peer
+ * will read exactly [base, base + size) once, and MPI keeps a send buffer
+ * unchanged until the send completes, when ob1 deregisters it
+ * (mca_btl_siwarp_deregister_mem withdraws the hint).  osc registers its
+ * windows for every access, so they never qualify.  A hint libsiwarp
+ * declines (-EBUSY, -EOPNOTSUPP, ...) costs nothing: the Read is answered
+ * as usual. */
+static void announce_read(mca_btl_siwarp_module_t *m, struct mca_btl_base_endpoint_t *ep,
+                          mca_btl_siwarp_reg_t *reg, void *base, size_t size, uint32_t flags)
+{
+    if (!mca_btl_siwarp_component.read_hint || NULL == ep || NULL == reg->mr ||
+        (flags & MCA_BTL_REG_FLAG_ACCESS_ANY) != MCA_BTL_REG_FLAG_REMOTE_READ ||
+        MCA_BTL_SIWARP_TR_IWARP != ep->transport || NULL == ep->qp ||
+        MCA_BTL_SIWARP_EP_CONNECTED != ep->state || size < 32768 || !m->ctx) {
+        return;
+    }
+    (void) siwarp_qp_read_hint(ep->qp, reg->mr, base, size);
+}
+
 mca_btl_base_registration_handle_t *
 mca_btl_siwarp_register_mem(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
                             void *base, size_t size, uint32_t flags)
@@ -223,6 +266,7 @@ mca_btl_siwarp_register_mem(mca_btl_base_module_t *btl, struct mca_btl_base_endp
     if (OPAL_UNLIKELY(OPAL_SUCCESS != rc || NULL == reg)) {
         return NULL;
     }
+    announce_read(m, ep, (mca_btl_siwarp_reg_t *) reg, base, size, flags);
     return &((mca_btl_siwarp_reg_t *) reg)->handle;
 }
 
@@ -233,6 +277,10 @@ int mca_btl_siwarp_deregister_mem(mca_btl_base_module_t *btl,
     mca_btl_siwarp_reg_t *reg =
         (mca_btl_siwarp_reg_t *) ((char *) handle - offsetof(mca_btl_siwarp_reg_t, handle));
 
+    /* whoever registered it is done: its bytes may change from now */
+    if (reg->mr && mca_btl_siwarp_component.read_hint) {
+        (void) siwarp_mr_drop_hints(reg->mr);
+    }
     m->rcache->rcache_deregister(m->rcache, &reg->base);
     return OPAL_SUCCESS;
 }

@@ -122,6 +122,7 @@ int swp_hw_ctx_create(const char *dev, struct siwarp_ctx **out)
     swp_list_init(&ctx->qps);
     swp_list_init(&ctx->timers);
     swp_list_init(&ctx->tx_held);
+    swp_list_init(&ctx->hints);
     ctx->hw = h;
     SWP_DBG("ctx %p on verbs device %s (max_qp_wr %d, max_sge %d, max_qp_rd_atom %d)",
             (void *)ctx, name, h->attr.max_qp_wr, h->attr.max_sge, h->attr.max_qp_rd_atom);

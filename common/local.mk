@@ -20,6 +20,7 @@ common_libswpcore_la_SOURCES = \
 	common/qp_rx_ops.c \
 	common/qp_rx_direct.c \
 	common/qp_ext.c common/atomic_map.c \
+	common/read_hint.c common/read_hint.h \
 	common/qpn_map.c common/qpn_map.h \
 	common/srq.c \
 	common/mem.c \

@@ -154,7 +154,7 @@ uint32_t siwarp_mr_stag(const struct siwarp_mr *mr)
     return mr ? mr->stag : 0;
 }
 
-static struct siwarp_mr *swp_stag_lookup(struct siwarp_ctx *ctx, uint32_t stag)
+struct siwarp_mr *swp_mem_lookup(struct siwarp_ctx *ctx, uint32_t stag)
 {
     uint32_t idx = SWP_STAG_INDEX(stag);
 
@@ -174,7 +174,7 @@ int siwarp_invalidate_stag(struct siwarp_pd *pd, uint32_t stag)
         return -EINVAL;
     if (pd->ctx->hw) return swp_hw_invalidate_stag(pd, stag);
     swp_lock(pd->ctx);
-    mr = swp_stag_lookup(pd->ctx, stag);
+    mr = swp_mem_lookup(pd->ctx, stag);
     if (!mr || mr->pd != pd)
         rc = -EINVAL;
     else {
@@ -189,7 +189,7 @@ uint32_t swp_mem_check_remote(struct siwarp_ctx *ctx, struct siwarp_pd *pd,
                               uint32_t stag, uint64_t to, uint64_t len, int access,
                               int layer, uint8_t **dst)
 {
-    struct siwarp_mr *mr = swp_stag_lookup(ctx, stag);
+    struct siwarp_mr *mr = swp_mem_lookup(ctx, stag);
     bool ddp = layer == SWP_TERM_LAYER_DDP;
     /* RFC 5041 7.2 (tagged buffer errors) when placing; RFC 5040 7.2
      * (remote protection errors) when RDMAP sources a Read Response. */
@@ -216,7 +216,7 @@ SWP_HOT
 int swp_mem_check_local(struct siwarp_ctx *ctx, struct siwarp_pd *pd,
                         const struct siwarp_sge *sge, int access)
 {
-    struct siwarp_mr *mr = swp_stag_lookup(ctx, sge->lkey);
+    struct siwarp_mr *mr = swp_mem_lookup(ctx, sge->lkey);
     uintptr_t a = (uintptr_t)sge->addr;
 
     if (!mr || !mr->valid || mr->pd != pd)
@@ -231,7 +231,7 @@ int swp_mem_check_local(struct siwarp_ctx *ctx, struct siwarp_pd *pd,
 
 uint32_t swp_mem_invalidate_remote(struct siwarp_ctx *ctx, struct siwarp_pd *pd, uint32_t stag)
 {
-    struct siwarp_mr *mr = swp_stag_lookup(ctx, stag);
+    struct siwarp_mr *mr = swp_mem_lookup(ctx, stag);
 
     /* RFC 5040 6.2: invalid STag, or one of another stream's PD, cannot be
      * invalidated; the error is "STag cannot be invalidated". */

@@ -13,6 +13,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 
+#include "read_hint.h"
 #include "swp.h"
 
 int swp_debug;
@@ -384,6 +385,8 @@ static int swp_progress_pass(struct siwarp_ctx *ctx, int timeout_ms, bool direct
     if (n >= 0) {
         if (ctx->idle_wait_ns)
             swp_idle_note(ctx, moved);
+        if (!moved && !swp_list_empty(&ctx->hints))
+            swp_read_hint_step(ctx);
         return n;
     }
     if (n != SWP_DIRECT_PERIODIC && ctx->parked && (n = swp_ctx_unpark(ctx)) < 0)
@@ -415,6 +418,9 @@ static int swp_progress_pass(struct siwarp_ctx *ctx, int timeout_ms, bool direct
         swp_qp_stall_sweep(ctx);
     if (ctx->idle_wait_ns)
         swp_idle_note(ctx, handled > 0);
+    /* a pass that found nothing: time for an announced Read's CRCs */
+    if (handled == 0 && !swp_list_empty(&ctx->hints))
+        swp_read_hint_step(ctx);
     return handled;
 }
 

@@ -13,6 +13,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
+#include "read_hint.h"
 #include "swp.h"
 
 #define SWP_TERM_LINGER_MS 2000   /* how long a Terminate may take to leave */
@@ -244,6 +245,7 @@ int siwarp_destroy_qp(struct siwarp_qp *qp)
     swp_list_del(&qp->tx_held_link);
     swp_cq_purge_qp(qp->scq, qp);
     swp_cq_purge_qp(qp->rcq, qp);
+    swp_read_hint_flush(qp);
     qp->pd->refs--;
     qp->scq->refs--;
     qp->rcq->refs--;
@@ -395,6 +397,7 @@ void swp_qp_flush(struct siwarp_qp *qp)
     qp->sq_cur = qp->sqr.head;
     swp_recv_flush(qp);
     qp->orqr.head = qp->orqr.tail;
+    swp_read_hint_flush(qp);
     qp->irqr.head = qp->irq_wr = qp->irqr.tail;
     swp_ctx_kick(qp->ctx);
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "read_hint.h"
 #include "swp.h"
 
 /* the longest Send handed to a receive handler in place at any alignment
@@ -369,9 +370,12 @@ static void rx_done_read_req(struct siwarp_qp *qp)
     r->len = size;
     r->sent = 0;
     r->src = NULL;
-    if (size)
-        swp_mem_check_remote(qp->ctx, qp->pd, swp_get32(rr->src_stag), swp_get64(rr->src_to),
-                             size, SIWARP_ACCESS_REMOTE_READ, SWP_TERM_LAYER_RDMAP, &r->src);
+    r->hint = NULL;
+    if (size &&
+        !swp_mem_check_remote(qp->ctx, qp->pd, swp_get32(rr->src_stag), swp_get64(rr->src_to),
+                              size, SIWARP_ACCESS_REMOTE_READ, SWP_TERM_LAYER_RDMAP, &r->src) &&
+        qp->read_hint)
+        swp_read_hint_take(qp, r, swp_get32(rr->src_stag), swp_get64(rr->src_to), size);
     qp->irqr.tail++;
 }
 

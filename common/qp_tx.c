@@ -11,6 +11,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
+#include "crc32c.h"
 #include "qp_tx.h"
 
 uint32_t swp_fpdu_wire_len(uint32_t ulpdu_len, bool crc)
@@ -85,10 +86,15 @@ static void tx_emit(struct siwarp_qp *qp, const uint8_t *p, size_t n, bool crc)
 }
 
 /* Emit one FPDU: ULPDU_Length, header (already at h + 2), payload pieces,
- * pad, CRC (RFC 5044 4.1 - 4.4). */
+ * pad, CRC (RFC 5044 4.1 - 4.4).  known, if not NULL, is the payload's
+ * CRC32c and x^(8 plen) mod P (read_hint.c): the payload is then not
+ * read.  CRC32c being linear, the CRC of header || payload is the
+ * header's shifted over the payload (times x^(8 plen)) plus the
+ * payload's; the pad is folded in as usual.  Never with markers, which
+ * the CRC covers too (siwarp_qp_read_hint refuses them). */
 SWP_HOT
-void swp_tx_fpdu(struct siwarp_qp *qp, uint8_t *h, uint32_t hdrlen,
-                    const struct iovec *pl, uint32_t npl, uint32_t plen)
+static void tx_fpdu(struct siwarp_qp *qp, uint8_t *h, uint32_t hdrlen, const struct iovec *pl,
+                    uint32_t npl, uint32_t plen, const uint32_t known[2])
 {
     struct swp_tx *tx = &qp->tx;
     uint32_t ulpdu = hdrlen + plen;
@@ -120,8 +126,12 @@ void swp_tx_fpdu(struct siwarp_qp *qp, uint8_t *h, uint32_t hdrlen,
         tx_emit(qp, h, SWP_MPA_HDR_LEN + hdrlen + plen + pad, true);
     } else {
         tx_emit(qp, h, SWP_MPA_HDR_LEN + hdrlen, true);
+        if (known && qp->nego.crc && !qp->nego.markers_tx)
+            tx->crc = swp_crc_multmodp(known[1], tx->crc) ^ known[0];
+        else
+            known = NULL;
         for (uint32_t i = 0; i < npl; i++)
-            tx_emit(qp, pl[i].iov_base, pl[i].iov_len, true);
+            tx_emit(qp, pl[i].iov_base, pl[i].iov_len, !known);
         if (pad) {
             t = swp_tx_space(tx, pad);
             memset(t, 0, pad);
@@ -132,6 +142,22 @@ void swp_tx_fpdu(struct siwarp_qp *qp, uint8_t *h, uint32_t hdrlen,
     /* RFC 5044 4.4: CRC32c of everything before it; zero if not negotiated */
     swp_mpa_put_crc(t, qp->nego.crc ? tx->crc : 0);
     tx_emit(qp, t, SWP_MPA_CRC_LEN, false);
+}
+
+SWP_HOT
+void swp_tx_fpdu(struct siwarp_qp *qp, uint8_t *h, uint32_t hdrlen,
+                    const struct iovec *pl, uint32_t npl, uint32_t plen)
+{
+    tx_fpdu(qp, h, hdrlen, pl, npl, plen, NULL);
+}
+
+SWP_HOT
+void swp_tx_fpdu_crc(struct siwarp_qp *qp, uint8_t *h, uint32_t hdrlen, const struct iovec *pl,
+                     uint32_t plen, uint32_t pcrc, uint32_t op)
+{
+    const uint32_t known[2] = { pcrc, op };
+
+    tx_fpdu(qp, h, hdrlen, pl, 1, plen, known);
 }
 
 int swp_tx_queue_terminate(struct siwarp_qp *qp, uint32_t term, const uint8_t *hdr,

@@ -98,6 +98,10 @@ static inline uint32_t swp_tx_max_payload(struct siwarp_qp *qp, uint32_t hdrlen)
  * the payload pieces, pad, CRC (RFC 5044 4.1 - 4.4) */
 void swp_tx_fpdu(struct siwarp_qp *qp, uint8_t *h, uint32_t hdrlen, const struct iovec *pl,
                  uint32_t npl, uint32_t plen);
+/* the same for one payload piece whose CRC32c is known, with op =
+ * x^(8 plen) mod P (read_hint.c): the payload is not read */
+void swp_tx_fpdu_crc(struct siwarp_qp *qp, uint8_t *h, uint32_t hdrlen, const struct iovec *pl,
+                     uint32_t plen, uint32_t pcrc, uint32_t op);
 /* qp_tx_ops.c: queue as many FPDUs as the batch has room for */
 void swp_tx_fill(struct siwarp_qp *qp);
 

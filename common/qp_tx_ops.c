@@ -10,6 +10,7 @@
 #include <sys/uio.h>
 
 #include "qp_tx.h"
+#include "read_hint.h"
 
 /* iovecs for bytes [off, off + len) of a WQE's payload: its inline copy,
  * or its SGL (checked when the WR was posted) */
@@ -202,6 +203,7 @@ static bool tx_read_resp(struct siwarp_qp *qp, struct swp_irqe *r)
     uint32_t plen = left < swp_tx_max_payload(qp, SWP_HDR_TAGGED) ? left
                                                               : swp_tx_max_payload(qp, SWP_HDR_TAGGED);
     struct iovec pl;
+    uint32_t pcrc, op;
     uint8_t *h;
 
     if (!swp_tx_room(qp, plen, 1))
@@ -213,10 +215,17 @@ static bool tx_read_resp(struct siwarp_qp *qp, struct swp_irqe *r)
                          r->sink_to + r->sent);
     pl.iov_base = plen ? r->src + r->sent : NULL;   /* a zero-length Read has no source */
     pl.iov_len = plen;
-    swp_tx_fpdu(qp, h, SWP_HDR_TAGGED, &pl, plen ? 1 : 0, plen);
+    if (r->hint && swp_read_hint_crc(r, r->sent, plen, &pcrc, &op)) {
+        swp_tx_fpdu_crc(qp, h, SWP_HDR_TAGGED, &pl, plen, pcrc, op);
+        qp->ctx->hint_segs_used++;
+    } else {
+        swp_tx_fpdu(qp, h, SWP_HDR_TAGGED, &pl, plen ? 1 : 0, plen);
+    }
     r->sent += plen;
     if (r->sent == r->len) {
         r->done_at = qp->tx.queued;
+        if (r->hint)
+            swp_read_hint_retire(r);
         qp->irqr.head++;
     }
     return true;

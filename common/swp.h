@@ -133,6 +133,7 @@ struct siwarp_mr {
     int access;
     uint32_t stag;
     bool valid;           /* false after invalidation */
+    uint64_t hint_gen;    /* read_hint.c: a hint made at another value is void */
 };
 
 /* Result of a remote access check: 0, or a Terminate code for the sender
@@ -150,6 +151,8 @@ struct siwarp_mr {
 uint32_t swp_mem_check_remote(struct siwarp_ctx *ctx, struct siwarp_pd *pd,
                               uint32_t stag, uint64_t to, uint64_t len, int access,
                               int layer, uint8_t **dst);
+/* The MR an STag names now (index and key), or NULL. */
+struct siwarp_mr *swp_mem_lookup(struct siwarp_ctx *ctx, uint32_t stag);
 /* Local SGE check: lkey valid, same PD, rights, bounds.  0 or -EINVAL/-EACCES. */
 int swp_mem_check_local(struct siwarp_ctx *ctx, struct siwarp_pd *pd,
                         const struct siwarp_sge *sge, int access);
@@ -233,6 +236,7 @@ struct swp_irqe {
     uint32_t req_id;                 /* atomic: Request Identifier */
     uint64_t done_at;                /* tx.queued after its last FPDU */
     uint64_t orig;                   /* atomic: the target's value before */
+    struct swp_read_hint *hint;      /* read_hint.c: its payload CRCs, or NULL */
     bool atomic;
 };
 
@@ -472,6 +476,7 @@ struct siwarp_qp {
     struct swp_amo *amo;                         /* atomic operands per SQ slot,
                                                     allocated by the first atomic */
     struct swp_irqe *irq; struct swp_ring irqr;  /* peer Reads we serve */
+    struct swp_read_hint *read_hint;             /* a Read announced (read_hint.c) */
     uint32_t irq_wr;      /* oldest irq entry whose response is not all written */
     struct siwarp_srq *srq;                      /* NULL: receives come from rq */
     struct swp_rwqe srq_wqe;                     /* taken from srq by the message */
@@ -766,6 +771,9 @@ struct siwarp_ctx {
     struct swp_pthread *pt;              /* siwarp_ctx_start_progress_thread, or NULL */
     struct swp_list pt_link;             /* swp_pt_all: contexts with a thread */
     uint32_t idle_calls;                 /* application passes in a row that found nothing */
+    struct swp_list hints;               /* read_hint.c: hints with CRCs left to compute */
+    uint64_t hint_seq;                   /* read_hint.c: last generation handed out */
+    uint64_t hint_segs_used;             /* Response segments sent with a precomputed CRC */
 };
 
 /* progress_thread.c: the application's own progress calls note the time,

@@ -50,6 +50,7 @@ int siwarp_ctx_create(struct siwarp_ctx **out)
     swp_list_init(&ctx->qps);
     swp_list_init(&ctx->timers);
     swp_list_init(&ctx->tx_held);
+    swp_list_init(&ctx->hints);
     swp_list_init(&ctx->pt_link);
     if (getrandom(&ctx->rng, sizeof(ctx->rng), 0) != sizeof(ctx->rng))
         ctx->rng = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);

@@ -513,6 +513,28 @@ typedef int (*siwarp_verify_fn)(void *arg, struct siwarp_qp *qp, const void *dat
 int  siwarp_qp_verify_first_send(struct siwarp_qp *qp, siwarp_verify_fn fn, void *arg,
                                  uint32_t max_len, int timeout_ms);
 
+/* A Read announced: the peer is expected to read [addr, addr + len) of mr,
+ * which must lie in mr and allow remote reads, with one RDMA Read of
+ * exactly that range.  The caller promises that those bytes do not change
+ * until it calls siwarp_mr_drop_hints(mr); until then, in progress passes
+ * that find nothing else to do, the library computes the CRC32c of each
+ * Response segment's payload, so that the Response's CRCs need no pass
+ * over the data when the Read comes.  Only that Read, and only once, uses
+ * them; any other Read is answered as usual.  One announced Read per QP
+ * at a time, and one per MR: a later hint on the same MR voids an
+ * earlier one.  0; -EINVAL (bad arguments, range not in mr, no remote
+ * read right); -EBUSY (the QP's announced Read has not come yet);
+ * -ERANGE (under 32 KiB: not worth it); -EOPNOTSUPP (not connected, CRC
+ * off, markers on, verbs device); -ENOMEM.  Ignoring the result is fine:
+ * the Read is answered either way. */
+int  siwarp_qp_read_hint(struct siwarp_qp *qp, struct siwarp_mr *mr, const void *addr,
+                         size_t len);
+/* The bytes of mr may change from now: every hint on it is void.  0 or
+ * -EINVAL. */
+int  siwarp_mr_drop_hints(struct siwarp_mr *mr);
+/* Read Response segments ctx sent with CRCs computed ahead, ever. */
+uint64_t siwarp_ctx_read_hint_segments(struct siwarp_ctx *ctx);
+
 /* Work is queued when it cannot go out at once (socket full, Reads beyond
  * the negotiated ORD, a fence, a P2P RTR pending); -ENOMEM only when the
  * send queue (max_send_wr) is full.  Posting before the QP is connected is

@@ -26,6 +26,7 @@ EXTRA_DIST += \
 	test/mpi/mpi_connect_race.c \
 	test/mpi/mpi_threads.c \
 	test/mpi/mpi_regcount.c \
+	test/mpi/mpi_read_hint.c \
 	test/mpi/mpi_progress_rule.c \
 	test/mpi/mpi_rma.c \
 	test/mpi/mpi_hostile_atomic.c \
@@ -48,7 +49,7 @@ CLEANFILES += test/mpi/*.log test/mpi/mpi_pingpong test/mpi/mpi_anysrc \
 	test/mpi/mpi_onesided test/mpi/mpi_remap test/mpi/mpi-bench test/mpi/mpi-coll-bench test/mpi/mpi-connect \
 	test/mpi/mpi_hostile test/mpi/mpi_oneway test/mpi/mpi_big test/mpi/mpi_connect_race test/mpi/mpi_progress_rule \
 	test/mpi/mpi_rma test/mpi/mpi_hostile_atomic test/mpi/mpi_passive \
-	test/mpi/mpi_threads test/mpi/mpi_regcount test/mpi/test_regtab test/mpi/test_eptab \
+	test/mpi/mpi_threads test/mpi/mpi_regcount test/mpi/mpi_read_hint test/mpi/test_regtab test/mpi/test_eptab \
 	test/mpi/test_ifnear test/mpi/near_topo.xml test/mpi/mpi_busy_peer test/mpi/mpi_spawn test/mpi/mpi_spawn_b test/mpi/mpi_accept test/mpi/mpi_join \
 	test/mpi/dyn-ompi-server.uri
 # the scale benchmark (contrib/bench-scale.sh builds it)

@@ -43,7 +43,7 @@ section() { case " ${MPI_TEST_SECTIONS:-core fallback hostile params big netns} 
 mpi_tap_usable || exit 0
 
 PROGS="mpi_pingpong mpi_anysrc mpi_datatype mpi_flood mpi_coll mpi_onesided mpi_remap mpi-bench
-       mpi_hostile mpi_oneway mpi_big mpi_connect_race mpi_threads mpi_regcount
+       mpi_hostile mpi_oneway mpi_big mpi_connect_race mpi_threads mpi_regcount mpi_read_hint
        mpi_progress_rule mpi_stranger mpi_busy_peer"
 # the TAP plan is printed at the end (tests are added and skipped by
 # environment: netns, big messages)
@@ -151,6 +151,12 @@ for np in 2 4; do
             2 --mca btl_siwarp_rcache_limit 0 "$OUT/mpi_regcount" 12 apart
         run "registration cache: buffers each in memory no other used, btl_siwarp_rcache_limit 16m: kept under it" \
             2 --mca btl_siwarp_rcache_limit 16m "$OUT/mpi_regcount" 12 apart
+        # send buffers refilled between sends, both ways; the counter moves
+        # with the hint on and not with it off
+        run "RGET with CRCs computed ahead (btl_siwarp_read_hint): buffers changed between sends arrive intact" \
+            2 --mca btl_siwarp_read_hint 1 "$OUT/mpi_read_hint"
+        run "btl_siwarp_read_hint 0: no Response segment uses a precomputed CRC" \
+            2 --mca btl_siwarp_read_hint 0 "$OUT/mpi_read_hint"
     fi
 done
 
@@ -442,6 +448,7 @@ bad_param btl_siwarp_idle_wait_us -2
 bad_param btl_siwarp_progress_thread_place 3
 bad_param btl_siwarp_if_near 2
 bad_param btl_siwarp_rcache_limit -1
+bad_param btl_siwarp_read_hint 2
 
 # Ranks whose btl_siwarp_max_send_size differ cannot share a connection
 # (each posts receive buffers of its own size and sends up to it): the
