@@ -236,8 +236,10 @@ int mca_btl_siwarp_rcache_init(mca_btl_siwarp_module_t *m)
  * peer named, is how ob1 starts an RDMA Read rendezvous (RGET): the peer
  * will read exactly [base, base + size) once, and MPI keeps a send buffer
  * unchanged until the send completes, when ob1 deregisters it
- * (mca_btl_siwarp_deregister_mem withdraws the hint).  osc registers its
- * windows for every access, so they never qualify.  A hint libsiwarp
+ * (mca_btl_siwarp_deregister_mem withdraws the hint).  In the Open MPI
+ * 4.1.4 and 5.0.7 sources only ob1's send paths register for remote reads
+ * alone; osc registers its windows for every access, so they never
+ * qualify.  A hint libsiwarp
  * declines (-EBUSY, -EOPNOTSUPP, ...) costs nothing: the Read is answered
  * as usual. */
 static void announce_read(mca_btl_siwarp_module_t *m, struct mca_btl_base_endpoint_t *ep,
