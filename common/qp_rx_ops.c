@@ -357,6 +357,7 @@ static void rx_done_read_req(struct siwarp_qp *qp)
         (const struct swp_rdmap_read_req *)(rx->hdr + SWP_MPA_HDR_LEN + SWP_HDR_UNTAGGED);
     struct swp_irqe *r = &qp->irq[qp->irqr.tail & qp->irqr.mask];
     uint32_t size = swp_get32(rr->size);
+    uint32_t term;
 
     SWP_TL(SWP_TL_RX_READ_REQ, size);
     qp->rx.msn[SWP_QN_READ_REQ]++;
@@ -371,11 +372,21 @@ static void rx_done_read_req(struct siwarp_qp *qp)
     r->sent = 0;
     r->src = NULL;
     r->hint = NULL;
-    if (size &&
-        !swp_mem_check_remote(qp->ctx, qp->pd, swp_get32(rr->src_stag), swp_get64(rr->src_to),
-                              size, SIWARP_ACCESS_REMOTE_READ, SWP_TERM_LAYER_RDMAP, &r->src) &&
-        qp->read_hint)
-        swp_read_hint_take(qp, r, swp_get32(rr->src_stag), swp_get64(rr->src_to), size);
+    if (size) {
+        /* checked by rx_hdr_read_req, looked up again: the region may have
+         * gone while the CRC was still on its way (RFC 5040 7.2) */
+        term = swp_mem_check_remote(qp->ctx, qp->pd, swp_get32(rr->src_stag),
+                                    swp_get64(rr->src_to), size, SIWARP_ACCESS_REMOTE_READ,
+                                    SWP_TERM_LAYER_RDMAP, &r->src);
+        if (term) {
+            swp_qp_fatal(qp, term, qp->rx.hdr, SWP_MPA_HDR_LEN + SWP_HDR_READ_REQ, -EPROTO,
+                         "Read Request: its source STag 0x%08x went before the request was "
+                         "whole", swp_get32(rr->src_stag));
+            return;
+        }
+        if (qp->read_hint)
+            swp_read_hint_take(qp, r, swp_get32(rr->src_stag), swp_get64(rr->src_to), size);
+    }
     qp->irqr.tail++;
 }
 

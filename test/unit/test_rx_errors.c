@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE 1          /* accept4 */
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -482,6 +483,30 @@ TEST(read_request_beyond_bounds)
     peer_setup(&p, true, false);
     raw_fpdu(&p, u, read_req(u, 1, siwarp_mr_stag(p.mr), (uintptr_t)p.region + 1, REGION), false);
     expect_term(&p, T_RDMAP(SWP_RDMAP_ET_REMOTE_PROT, SWP_RDMAP_EC_BASE_BOUNDS));
+    peer_teardown(&p);
+}
+
+/* The source checked at the header, looked up again when the Read Request
+ * is whole: an MR deregistered while the CRC was on its way ends the
+ * stream with an invalid-STag Terminate (RFC 5040 7.2), never a Response
+ * read from memory that is no longer registered. */
+TEST(read_request_source_gone_before_its_crc)
+{
+    struct peer p;
+    struct siwarp_mr *m2;
+    uint8_t u[SWP_HDR_READ_REQ], f[64];
+    uint32_t n;
+
+    peer_setup(&p, true, false);
+    ASSERT_OK(siwarp_reg_mr(p.pd, p.region, REGION, ACC_ALL, &m2));
+    n = build_fpdu(&p, f, u, read_req(u, 1, siwarp_mr_stag(m2), (uintptr_t)p.region, 4096),
+                   false);
+    ASSERT_EQ(write(p.raw, f, n - SWP_MPA_CRC_LEN), (ssize_t)(n - SWP_MPA_CRC_LEN));
+    for (int i = 0; i < 20; i++)
+        siwarp_progress(p.ctx);
+    ASSERT_OK(siwarp_dereg_mr(m2));
+    ASSERT_EQ(write(p.raw, f + n - SWP_MPA_CRC_LEN, SWP_MPA_CRC_LEN), SWP_MPA_CRC_LEN);
+    expect_term(&p, T_RDMAP(SWP_RDMAP_ET_REMOTE_PROT, SWP_RDMAP_EC_INV_STAG));
     peer_teardown(&p);
 }
 
