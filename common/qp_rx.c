@@ -71,12 +71,16 @@ int swp_rx_init(struct siwarp_qp *qp)
 
 /* ---- placement targets ------------------------------------------------------ */
 
-void swp_rx_place_one(struct swp_rx *rx, uint8_t *dst, uint32_t len)
+void swp_rx_place_one(struct siwarp_qp *qp, uint8_t *dst, uint32_t len, uint32_t key)
 {
+    struct swp_rx *rx = &qp->rx;
+
     rx->place_iov[0].iov_base = dst;
     rx->place_iov[0].iov_len = len;
+    rx->place_key[0] = key;
     rx->place_niov = len ? 1 : 0;
     rx->place_idx = rx->place_off = 0;
+    rx->place_gen = qp->ctx->mr_gen;
 }
 
 /* The iovecs for bytes [off, off + len) of an SGL, at most max of them: a
@@ -87,7 +91,8 @@ void swp_rx_place_one(struct swp_rx *rx, uint8_t *dst, uint32_t len)
  * was posted.  The number of iovecs, -EACCES, or -E2BIG. */
 SWP_HOT
 int swp_sgl_iov(struct siwarp_qp *qp, const struct siwarp_sge *sge, uint32_t num_sge,
-                   uint64_t off, uint32_t len, struct iovec *iov, uint32_t max, bool checked)
+                   uint64_t off, uint32_t len, struct iovec *iov, uint32_t *keys, uint32_t max,
+                   bool checked)
 {
     uint32_t n = 0;
 
@@ -107,6 +112,8 @@ int swp_sgl_iov(struct siwarp_qp *qp, const struct siwarp_sge *sge, uint32_t num
             take = len;
         iov[n].iov_base = (uint8_t *)s->addr + off;
         iov[n].iov_len = take;
+        if (keys)
+            keys[n] = s->lkey;
         n++;
         len -= take;
         off = 0;
@@ -121,12 +128,44 @@ int swp_rx_place_sgl(struct siwarp_qp *qp, const struct siwarp_sge *sge, uint32_
                      uint64_t off, uint32_t len, bool checked)
 {
     struct swp_rx *rx = &qp->rx;
-    int n = swp_sgl_iov(qp, sge, num_sge, off, len, rx->place_iov, SWP_MAX_SGE, checked);
+    int n = swp_sgl_iov(qp, sge, num_sge, off, len, rx->place_iov, rx->place_key, SWP_MAX_SGE,
+                        checked);
 
     if (n < 0)
         return -EACCES;
     rx->place_niov = (uint32_t)n;
     rx->place_idx = rx->place_off = 0;
+    rx->place_gen = qp->ctx->mr_gen;
+    return 0;
+}
+
+/* A segment's payload that continues in a later progress call, with an MR
+ * deregistered or invalidated since its target was checked (ctx->mr_gen):
+ * every piece still to be placed must lie in a valid MR of this PD under
+ * the STag it was checked by, or the rest would land in memory the
+ * application has taken back (a verbs device stops its DMA at
+ * deregistration too).  0, or the Terminate: an invalid STag for a
+ * tagged segment (RFC 5041 7.2), a local protection error reported as
+ * catastrophic for a Send, as at its header (qp_rx_ops.c). */
+static uint32_t rx_place_recheck(struct siwarp_qp *qp)
+{
+    struct swp_rx *rx = &qp->rx;
+
+    rx->place_gen = qp->ctx->mr_gen;
+    for (uint32_t i = rx->place_idx; i < rx->place_niov; i++) {
+        const struct siwarp_mr *mr;
+        uintptr_t a = (uintptr_t)rx->place_iov[i].iov_base;
+
+        if (!rx->place_key[i])
+            continue;
+        mr = swp_mem_lookup(qp->ctx, rx->place_key[i]);
+        if (!mr || !mr->valid || mr->pd != qp->pd || a < (uintptr_t)mr->addr ||
+            a + rx->place_iov[i].iov_len > (uintptr_t)mr->addr + mr->len)
+            return rx->op == SWP_OP_WRITE || rx->op == SWP_OP_READ_RESP
+                       ? SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_TAGGED, SWP_DDP_EC_T_INV_STAG)
+                       : SWP_TERM(SWP_TERM_LAYER_RDMAP, SWP_RDMAP_ET_CATASTROPHIC,
+                                  SWP_RDMAP_EC_CATA_STREAM);
+    }
     return 0;
 }
 
@@ -518,6 +557,13 @@ static int rx_progress(struct siwarp_qp *qp)
 
         if (qp->pl.fd < 0 || (qp->state != SIWARP_QPS_RTS && qp->state != SIWARP_QPS_CLOSING))
             return 0;
+        if (rx->place_gen != qp->ctx->mr_gen && rx->state == SWP_RX_PAYLOAD &&
+            rx->place_idx < rx->place_niov) {
+            uint32_t term = rx_place_recheck(qp);
+            if (term)
+                return rx_fatal(qp, term, "a segment whose target was deregistered or "
+                                          "invalidated while its payload arrived");
+        }
         if (rx->buf_head < rx->buf_tail) {
             rc = rx_consume(qp);
             if (rc < 0)

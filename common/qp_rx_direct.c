@@ -105,8 +105,8 @@ static void rx_predict(struct siwarp_qp *qp, struct rx_read *r)
         if (r->n + 3 > RX_IOV_MAX)
             break;
         rx_iov(r, s->hdr, sizeof(s->hdr));
-        n = swp_sgl_iov(qp, w->sge, w->num_sge, off, len, &r->iov[r->n], RX_IOV_MAX - r->n - 2,
-                           false);
+        n = swp_sgl_iov(qp, w->sge, w->num_sge, off, len, &r->iov[r->n], NULL,
+                        RX_IOV_MAX - r->n - 2, false);
         if (n <= 0) {
             r->n--;
             break;

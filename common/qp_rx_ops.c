@@ -59,7 +59,7 @@ static uint32_t rx_hdr_write(struct siwarp_qp *qp)
                                 rx->seg_len, SIWARP_ACCESS_REMOTE_WRITE, SWP_TERM_LAYER_DDP, &dst);
     if (term)
         return term;
-    swp_rx_place_one(rx, dst, rx->seg_len);
+    swp_rx_place_one(qp, dst, rx->seg_len, swp_get32(t->stag));
     return 0;
 }
 
@@ -268,7 +268,7 @@ uint32_t swp_rx_verify_hdr(struct siwarp_qp *qp)
         return term;
     if (swp_get32(rx_uhdr(rx)->mo) != 0 || !rx->last || rx->seg_len > qp->verify_max)
         return SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_UNTAGGED, SWP_DDP_EC_U_TOO_LONG);
-    swp_rx_place_one(rx, qp->verify_buf, rx->seg_len);
+    swp_rx_place_one(qp, qp->verify_buf, rx->seg_len, 0);
     rx->cur_verify = true;
     return 0;
 }

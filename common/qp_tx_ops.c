@@ -25,7 +25,7 @@ static uint32_t tx_gather(struct siwarp_qp *qp, const struct swp_swqe *w, uint64
         iov[0].iov_len = len;
         return len ? 1 : 0;
     }
-    n = swp_sgl_iov(qp, w->sge, w->num_sge, off, len, iov, max, true);
+    n = swp_sgl_iov(qp, w->sge, w->num_sge, off, len, iov, NULL, max, true);
     return n > 0 ? (uint32_t)n : 0;   /* -E2BIG cannot be: num_sge <= max, checked at post */
 }
 

@@ -352,6 +352,8 @@ struct swp_rx {
     uint32_t payload_left;
     uint8_t *place;                  /* where the next payload byte goes, or NULL */
     struct iovec place_iov[SWP_MAX_SGE];
+    uint32_t place_key[SWP_MAX_SGE]; /* the STag each piece was checked under (0: ours) */
+    uint64_t place_gen;              /* ctx->mr_gen when they were checked */
     uint32_t place_niov, place_idx, place_off;
     uint8_t trailer[8];
     uint32_t trailer_got, trailer_want;
@@ -578,15 +580,16 @@ extern int swp_rx_budget;
  * is on: by default none (qp_rx.c); tests lower it */
 extern uint32_t swp_rx_bulk_min_crc;
 int  swp_sgl_iov(struct siwarp_qp *qp, const struct siwarp_sge *sge, uint32_t num_sge,
-                    uint64_t off, uint32_t len, struct iovec *iov, uint32_t max,
-                    bool checked);
+                    uint64_t off, uint32_t len, struct iovec *iov, uint32_t *keys,
+                    uint32_t max, bool checked);
 int  swp_rx_fpdu_done(struct siwarp_qp *qp);    /* 0, or -EBADMSG (CRC) */
 int  swp_rx_parse(struct siwarp_qp *qp, const uint8_t *p, uint32_t n);
 /* The current segment's target, for the header checks of qp_rx_ops.c:
- * len octets at dst (NULL: discard them), or bytes [off, off + len) of an
- * SGL (0, or -EACCES).  swp_rx_stage_rest: read the rest of a Send the
- * last read cut behind its staged part; true when all of it is there. */
-void swp_rx_place_one(struct swp_rx *rx, uint8_t *dst, uint32_t len);
+ * len octets at dst (NULL: discard them) in the MR of STag key (0: a
+ * buffer of the library's), or bytes [off, off + len) of an SGL (0, or
+ * -EACCES).  swp_rx_stage_rest: read the rest of a Send the last read cut
+ * behind its staged part; true when all of it is there. */
+void swp_rx_place_one(struct siwarp_qp *qp, uint8_t *dst, uint32_t len, uint32_t key);
 int  swp_rx_place_sgl(struct siwarp_qp *qp, const struct siwarp_sge *sge, uint32_t num_sge,
                       uint64_t off, uint32_t len, bool checked);
 bool swp_rx_stage_rest(struct siwarp_qp *qp, uint32_t rest);

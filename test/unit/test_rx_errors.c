@@ -486,6 +486,55 @@ TEST(read_request_beyond_bounds)
     peer_teardown(&p);
 }
 
+/* A segment's target checked at its header and deregistered while its
+ * payload arrives (the application takes the memory back; a verbs device
+ * stops its DMA at deregistration): what arrives after that lands
+ * nowhere, and the stream ends with the Terminate the header check would
+ * have sent (RFC 5041 7.2 for a tagged segment; a local protection error
+ * reported as catastrophic for a Send). */
+static void target_gone_mid_payload(bool send, bool crc)
+{
+    struct peer p;
+    struct siwarp_mr *m2;
+    static uint8_t u[SWP_HDR_TAGGED + 4096], f[sizeof(u) + 64];
+    uint32_t h, n, first;
+
+    peer_setup(&p, crc, false);
+    ASSERT_OK(siwarp_reg_mr(p.pd, p.region, REGION, ACC_ALL, &m2));
+    if (send) {
+        struct siwarp_sge sg = { p.region, 4096, siwarp_mr_stag(m2) };
+        struct siwarp_recv_wr r = { .wr_id = 79, .sg_list = &sg, .num_sge = 1 };
+        ASSERT_OK(siwarp_post_recv(p.qp, &r, NULL));
+        h = untagged(u, SWP_OP_SEND, true, SWP_QN_SEND, 1, 0);
+    } else {
+        h = tagged(u, SWP_OP_WRITE, true, siwarp_mr_stag(m2), (uintptr_t)p.region);
+    }
+    memset(u + h, 0x5a, 4096);
+    n = build_fpdu(&p, f, u, h + 4096, false);
+    first = SWP_MPA_HDR_LEN + h + 1024;             /* the header and 1 KiB of payload */
+    ASSERT_EQ(write(p.raw, f, first), (ssize_t)first);
+    for (int i = 0; i < 1000 && p.region[1023] != 0x5a; i++)
+        siwarp_wait(p.ctx, 2);
+    ASSERT_EQ(p.region[1023], 0x5a);                /* placed while registered */
+    ASSERT_OK(siwarp_dereg_mr(m2));
+    ASSERT_EQ(write(p.raw, f + first, n - first), (ssize_t)(n - first));
+    expect_term(&p, send ? T_RDMAP(SWP_RDMAP_ET_CATASTROPHIC, SWP_RDMAP_EC_CATA_STREAM)
+                         : T_DDP_TAG(SWP_DDP_EC_T_INV_STAG));
+    for (size_t i = 1024; i < REGION; i++)
+        ASSERT_EQ(p.region[i], 0);
+    if (send) {
+        struct siwarp_wc wc;
+        ASSERT_EQ(siwarp_poll_cq(p.cq, 1, &wc), 1);
+        ASSERT_EQ(wc.wr_id, 79);
+        ASSERT(wc.status != SIWARP_WC_SUCCESS);
+    }
+    peer_teardown(&p);
+}
+
+TEST(write_target_deregistered_mid_payload_crc) { target_gone_mid_payload(false, true); }
+TEST(write_target_deregistered_mid_payload_nocrc) { target_gone_mid_payload(false, false); }
+TEST(send_buffer_deregistered_mid_payload_crc) { target_gone_mid_payload(true, true); }
+
 /* The source checked at the header, looked up again when the Read Request
  * is whole: an MR deregistered while the CRC was on its way ends the
  * stream with an invalid-STag Terminate (RFC 5040 7.2), never a Response
