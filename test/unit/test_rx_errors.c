@@ -496,7 +496,7 @@ static void target_gone_mid_payload(bool send, bool crc)
 {
     struct peer p;
     struct siwarp_mr *m2;
-    static uint8_t u[SWP_HDR_TAGGED + 4096], f[sizeof(u) + 64];
+    static uint8_t u[SWP_HDR_MAX + 4096], f[sizeof(u) + 64];   /* a Send's header is the longer */
     uint32_t h, n, first;
 
     peer_setup(&p, crc, false);
