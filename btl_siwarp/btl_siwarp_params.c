@@ -115,9 +115,9 @@ int mca_btl_siwarp_params_register(void)
     c->rcache_limit = (size_t) 1 << 30;
     (void) mca_base_component_var_register(
         &c->super.btl_version, "rcache_limit",
-        "Bytes of registered memory above which, before a new registration, cached "
-        "registrations no transfer is using are dropped, least recently used first (0: no "
-        "limit).  The cache keeps a registration after its transfer so that the next "
+        "Bytes of registered memory above which cached registrations no transfer is using "
+        "are dropped, least recently used first, before a new registration and when a "
+        "transfer lets go of one (0: no limit).  The cache keeps a registration after its transfer so that the next "
         "transfer from the same buffer needs none; one whose memory malloc keeps for later "
         "buffers stays until a new registration overlaps it or the memory goes back to the "
         "system, so without a limit a program whose large buffers land at ever new places "

@@ -65,13 +65,16 @@ static void drop_superseded(mca_btl_siwarp_module_t *m, void *base, size_t size)
     }
 }
 
-/* btl_siwarp_rcache_limit: before a registration of size bytes would take
- * registered memory past the limit, unused cached registrations go, least
- * recently used first.  drop_superseded catches the stale registrations a
- * new buffer overlaps; this bounds the ones it never will (a heap whose
- * large blocks land at new places: 50 accept/connect cycles kept 2 to 10
- * stale 1 MiB registrations, depending on where malloc put them).  grdma
- * calls register_mem with no lock held, so its evict (the one its own
+/* btl_siwarp_rcache_limit: while registered memory (plus size bytes about
+ * to be registered) is past the limit, unused cached registrations go,
+ * least recently used first -- before each registration, and when a user
+ * lets go of one (mca_btl_siwarp_deregister_mem), so that what the cache
+ * keeps is bounded at all times, not only at the next registration.
+ * drop_superseded catches the stale registrations a new buffer overlaps;
+ * this bounds the ones it never will (a heap whose large blocks land at
+ * new places: 50 accept/connect cycles kept 2 to 10 stale 1 MiB
+ * registrations, depending on where malloc put them).  grdma calls
+ * register_mem with no lock held, so its evict (the one its own
  * out-of-resource retry uses) is safe here; it returns false once nothing
  * unused is left, and registrations in use stay, so this never fails. */
 static void keep_under_limit(mca_btl_siwarp_module_t *m, size_t size)
@@ -284,6 +287,7 @@ int mca_btl_siwarp_deregister_mem(mca_btl_base_module_t *btl,
         (void) siwarp_mr_drop_hints(reg->mr);
     }
     m->rcache->rcache_deregister(m->rcache, &reg->base);
+    keep_under_limit(m, 0);
     return OPAL_SUCCESS;
 }
 
