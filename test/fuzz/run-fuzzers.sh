@@ -28,7 +28,7 @@ if ! command -v "$CC" >/dev/null 2>&1; then
 fi
 
 # the software stack only: the verbs backend is stubbed (hw_stub.c)
-lib="crc32c crc32c_x86 mpa ddp rdmap cm cm_listen qp qp_tx qp_tx_ops qp_rx qp_rx_ops qp_rx_direct qp_ext srq mem cq progress progress_thread tcp_cc verbs backend hw_stub"
+lib="crc32c crc32c_x86 mpa ddp rdmap cm cm_listen qp qp_tx qp_tx_ops qp_rx qp_rx_ops qp_rx_direct qp_ext read_hint srq mem cq progress progress_thread tcp_cc verbs backend hw_stub"
 inc="-I$top/include -I$top/common -I$top/test -I$top/test/fuzz"
 cflags="-std=gnu11 -g -O1 -pthread -fno-omit-frame-pointer -Wall -Wextra -Wno-unused-parameter"
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
