@@ -242,9 +242,8 @@ int mca_btl_siwarp_rcache_init(mca_btl_siwarp_module_t *m)
  * (mca_btl_siwarp_deregister_mem withdraws the hint).  In the Open MPI
  * 4.1.4 and 5.0.7 sources only ob1's send paths register for remote reads
  * alone; osc registers its windows for every access, so they never
- * qualify.  A hint libsiwarp
- * declines (-EBUSY, -EOPNOTSUPP, ...) costs nothing: the Read is answered
- * as usual. */
+ * qualify.  A hint libsiwarp declines (-EBUSY, -EOPNOTSUPP, ...) costs
+ * nothing: the Read is answered as usual. */
 static void announce_read(mca_btl_siwarp_module_t *m, struct mca_btl_base_endpoint_t *ep,
                           mca_btl_siwarp_reg_t *reg, void *base, size_t size, uint32_t flags)
 {

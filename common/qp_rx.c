@@ -153,14 +153,12 @@ static uint32_t rx_place_recheck(struct siwarp_qp *qp)
 
     rx->place_gen = qp->ctx->mr_gen;
     for (uint32_t i = rx->place_idx; i < rx->place_niov; i++) {
-        const struct siwarp_mr *mr;
-        uintptr_t a = (uintptr_t)rx->place_iov[i].iov_base;
+        /* valid, this PD, in bounds; its rights cannot have changed */
+        const struct siwarp_sge piece = { rx->place_iov[i].iov_base,
+                                          (uint32_t)rx->place_iov[i].iov_len,
+                                          rx->place_key[i] };
 
-        if (!rx->place_key[i])
-            continue;
-        mr = swp_mem_lookup(qp->ctx, rx->place_key[i]);
-        if (!mr || !mr->valid || mr->pd != qp->pd || a < (uintptr_t)mr->addr ||
-            a + rx->place_iov[i].iov_len > (uintptr_t)mr->addr + mr->len)
+        if (rx->place_key[i] && swp_mem_check_local(qp->ctx, qp->pd, &piece, 0) < 0)
             return rx->op == SWP_OP_WRITE || rx->op == SWP_OP_READ_RESP
                        ? SWP_TERM(SWP_TERM_LAYER_DDP, SWP_DDP_ET_TAGGED, SWP_DDP_EC_T_INV_STAG)
                        : SWP_TERM(SWP_TERM_LAYER_RDMAP, SWP_RDMAP_ET_CATASTROPHIC,
