@@ -53,6 +53,7 @@ int siwarp_qp_read_hint(struct siwarp_qp *qp, struct siwarp_mr *mr, const void *
 {
     struct siwarp_ctx *ctx;
     struct swp_read_hint *h;
+    struct siwarp_sge range;
     uint32_t seg, nseg;
     int rc = 0;
 
@@ -61,10 +62,10 @@ int siwarp_qp_read_hint(struct siwarp_qp *qp, struct siwarp_mr *mr, const void *
     ctx = qp->ctx;
     if (ctx->hw)
         return -EOPNOTSUPP;     /* the RNIC computes its CRCs itself */
+    range = (struct siwarp_sge){ (void *)addr, (uint32_t)len, mr->stag };
     swp_lock(ctx);
-    if (mr->pd != qp->pd || !mr->valid || !(mr->access & SIWARP_ACCESS_REMOTE_READ) ||
-        (const uint8_t *)addr < mr->addr ||
-        (uint64_t)((const uint8_t *)addr - mr->addr) + len > mr->len) {
+    /* valid, the QP's PD, readable by the peer, [addr, addr + len) in mr */
+    if (swp_mem_check_local(ctx, qp->pd, &range, SIWARP_ACCESS_REMOTE_READ) < 0) {
         rc = -EINVAL;
         goto out;
     }
