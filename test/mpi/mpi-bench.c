@@ -249,8 +249,8 @@ int main(int argc, char **argv)
     }
     /* the window of small messages uses distinct slots */
     size_t bytes = max > 65536 * (size_t) WINDOW ? max : 65536 * (size_t) WINDOW;
-    uint8_t *s = malloc(bytes), *r = malloc(bytes);
-    CHECK(s && r, "malloc %zu", bytes);
+    uint8_t *s = bench_alloc(bytes), *r = bench_alloc(bytes);
+    CHECK(s && r, "bench_alloc %zu", bytes);
     memset(s, 1, bytes);
     memset(r, 0, bytes);
     if (0 == rank) {

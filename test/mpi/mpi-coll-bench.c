@@ -114,8 +114,8 @@ int main(int argc, char **argv)
         }
         CHECK(known, "-t: unknown test '%.*s' (allreduce, alltoall, bcast)", (int) len, w);
     }
-    char *s = malloc((size_t) max * (size_t) nprocs), *r = malloc((size_t) max * (size_t) nprocs);
-    CHECK(s && r, "malloc %ld x %d", max, nprocs);
+    char *s = bench_alloc((size_t) max * (size_t) nprocs), *r = bench_alloc((size_t) max * (size_t) nprocs);
+    CHECK(s && r, "bench_alloc %ld x %d", max, nprocs);
     if (0 == rank) {
         printf("# test size value unit\n");
     }

@@ -51,8 +51,8 @@ static void *make_window(size_t bytes, MPI_Win *win)
     if (use_allocate) {
         MPI_Win_allocate((MPI_Aint) bytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, win);
     } else {
-        base = calloc(1, bytes ? bytes : 1);
-        CHECK(NULL != base, "calloc %zu", bytes);
+        base = bench_alloc(bytes);
+        CHECK(NULL != base, "bench_alloc %zu", bytes);
         MPI_Win_create(base, (MPI_Aint) bytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD, win);
     }
     return base;
@@ -93,13 +93,13 @@ typedef void (*rma_op_fn)(void *src, void *res, size_t size, MPI_Win win);
 static double timed_loop(const char *name, size_t size, size_t bytes, rma_op_fn op,
                          int *loop_out)
 {
-    char *src = calloc(1, bytes), *res = calloc(1, bytes);
+    char *src = bench_alloc(bytes), *res = bench_alloc(bytes);
     int skip, loop;
     double t0 = 0;
     MPI_Win win;
     void *base = make_window(bytes, &win);
 
-    CHECK(src && res, "calloc");
+    CHECK(src && res, "bench_alloc %zu", bytes);
     iters_for(size, &skip, &loop);
     if (compute_ms > 0) {
         skip = 0;   /* the first operations meet the computing target: time them */

@@ -116,6 +116,26 @@ static inline long proc_status_kib(const char *field)
     return v;
 }
 
+/* A benchmark buffer as the OSU micro-benchmarks allocate theirs:
+ * zeroed, starting on a page (posix_memalign to the page size).  Where a
+ * buffer starts within its page matters on this kind of host: malloc puts
+ * a large block 16 octets into its first page, and a kernel copy into a
+ * destination a few octets past its source modulo 4 KiB runs many times
+ * slower (contrib/probes/copy-offset.c): btl tcp reads straight into the
+ * user's buffer, and with malloc's buffers its 128-512 KiB ping-pong took
+ * 13-41% longer than with OSU's (2026-12-07, contrib/PERFORMANCE.md).  NULL when out of memory; free() releases it. */
+static inline void *bench_alloc(size_t bytes)
+{
+    void *p = NULL;
+    long page = sysconf(_SC_PAGESIZE);
+
+    if (0 != posix_memalign(&p, page > 0 ? (size_t) page : 4096, bytes ? bytes : 1)) {
+        return NULL;
+    }
+    memset(p, 0, bytes);
+    return p;
+}
+
 /* Seconds on the host's monotonic clock: every rank of one host reads the
  * same clock (network namespaces share it too). */
 static inline double mono_s(void)
