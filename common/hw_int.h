@@ -71,6 +71,33 @@ struct swp_hw_qp {
 static inline struct swp_hw_ctx *swp_hwc(const struct siwarp_ctx *c) { return c->hw; }
 static inline struct swp_hw_qp *swp_hwq(const struct siwarp_qp *q) { return q->hw; }
 
+/*
+ * What a provider's ibv_post_send / ibv_post_recv returned, as 0 (the WR
+ * is on the device's queue and will complete) or a negative errno (it is
+ * not, and never completes).  The verbs API returns 0 or an errno value
+ * and sets *bad_wr to the first WR not posted; providers differ.  libsiw
+ * (rdma-core's providers/siw) returns a negative errno when its queue is
+ * full, and -1 with errno set when the doorbell system call that follows
+ * failed (the kernel QP no longer in RTS: closing, or terminating after a
+ * Terminate).  In that case it has already written every WR into its
+ * user-mapped queue and leaves *bad_wr NULL: the WRs are posted, and the
+ * kernel completes them, flushed, when the QP reaches ERROR.  Read as a
+ * failure, the caller would free what such a WR names and meet its
+ * completion later.  bad is what the provider left in bad_wr, which the
+ * caller sets to its one WR before the call, so a provider that fails
+ * without touching it has not posted it.  err: errno after the call.
+ */
+static inline int swp_hw_post_result(int rc, int err, const void *bad)
+{
+    if (rc == 0 || bad == NULL)
+        return 0;
+    if (rc > 0)
+        return -rc;
+    if (rc == -1)
+        return err > 0 ? -err : -EIO;
+    return rc;
+}
+
 /* hw_verbs.c */
 uint32_t swp_hw_lkey(struct swp_hw_ctx *h, uint32_t stag);   /* STag -> lkey */
 void swp_hw_cq_events(struct siwarp_cq *cq);

@@ -13,6 +13,7 @@
  *    is established (sends); on failure it completes flushed, as does work
  *    posted in ERROR.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -324,8 +325,10 @@ static int swp_hw_post_one_send(struct siwarp_qp *qp, const struct siwarp_send_w
         w.wr.rdma.remote_addr = wr->rdma.remote_addr;
         w.wr.rdma.rkey = wr->rdma.rkey;
     }
+    bad = &w;
+    errno = 0;
     rc = ibv_post_send(q->ibqp, &w, &bad);
-    return rc ? -rc : 0;
+    return swp_hw_post_result(rc, errno, bad);
 }
 
 static int swp_hw_pend_send(struct siwarp_qp *qp, const struct siwarp_send_wr *wr,
@@ -408,8 +411,10 @@ static int swp_hw_post_one_recv(struct siwarp_qp *qp, const struct siwarp_recv_w
         sge[i].length = wr->sg_list[i].length;
         sge[i].lkey = swp_hw_lkey(h, wr->sg_list[i].lkey);
     }
+    bad = &w;
+    errno = 0;
     rc = ibv_post_recv(swp_hwq(qp)->ibqp, &w, &bad);
-    return rc ? -rc : 0;
+    return swp_hw_post_result(rc, errno, bad);
 }
 
 int swp_hw_post_recv(struct siwarp_qp *qp, struct siwarp_recv_wr *wr,

@@ -1,0 +1,212 @@
+/*
+ * test_hw_post.c - the verbs backend reads a provider's post result the
+ * way the provider meant it (hw_int.h swp_hw_post_result).
+ *
+ * A fake device stands in for rdma-core's provider: ibv_post_send and
+ * ibv_post_recv are inline in verbs.h and call the context's ops, so a QP
+ * whose context carries these ops gets the answers below.  They are the
+ * conventions met in practice: the verbs API's (0, or an errno value with
+ * *bad_wr at the WR not posted) and libsiw's (a negative errno when its
+ * queue is full; -1 with errno set when its doorbell system call failed,
+ * after it had written the WR into its user-mapped queue, *bad_wr NULL).
+ * The last one is posted: the kernel completes it, flushed, once the QP
+ * is in ERROR.  Read as anything else, uct_siwarp freed the flush that WR
+ * named and met its completion afterwards (the interop run's
+ * "comp->count > 0" abort in uct_check's bad-STag case, where the peer's
+ * Terminate takes the QP out of RTS between the post and its doorbell);
+ * and a full queue read as success left a WR that never completes.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "config.h"     /* HAVE_VERBS */
+#include "harness.h"
+
+#ifdef HAVE_VERBS
+#include "hw_int.h"
+
+/* what the fake provider does with the next post */
+static struct {
+    int rc;            /* returned */
+    int err;           /* errno set */
+    int bad_null;      /* leave *bad_wr NULL (all queued) instead of at the WR */
+    int calls;
+    uint64_t wr_id;    /* of the last WR seen */
+} prov;
+
+static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+    (void)qp;
+    prov.calls++;
+    prov.wr_id = wr->wr_id;
+    *bad = prov.bad_null ? NULL : wr;
+    if (prov.rc == 0)
+        *bad = NULL;
+    errno = prov.err;
+    return prov.rc;
+}
+
+static int fake_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+    (void)qp;
+    prov.calls++;
+    prov.wr_id = wr->wr_id;
+    *bad = prov.bad_null ? NULL : wr;
+    if (prov.rc == 0)
+        *bad = NULL;
+    errno = prov.err;
+    return prov.rc;
+}
+
+struct rig {
+    struct ibv_context ibctx;
+    struct ibv_qp ibqp;
+    struct swp_hw_ctx h;
+    struct swp_hw_qp q;
+    struct siwarp_ctx ctx;
+    struct siwarp_qp qp;
+};
+
+/* A QP in RTS on the fake device, as hw_qp.c's realize and established
+ * leave one. */
+static void rig_init(struct rig *r)
+{
+    memset(r, 0, sizeof(*r));
+    memset(&prov, 0, sizeof(prov));
+    r->ibctx.ops.post_send = fake_post_send;
+    r->ibctx.ops.post_recv = fake_post_recv;
+    r->ibqp.context = &r->ibctx;
+    swp_list_init(&r->h.mrs);
+    r->ctx.single_thread = true;
+    r->ctx.hw = &r->h;
+    r->q.kind = SWP_HW_QP;
+    r->q.qp = &r->qp;
+    r->q.ibqp = &r->ibqp;
+    swp_list_init(&r->q.pend_send);
+    swp_list_init(&r->q.pend_recv);
+    r->qp.ctx = &r->ctx;
+    r->qp.hw = &r->q;
+    r->qp.state = SIWARP_QPS_RTS;
+    r->qp.init.max_send_wr = 4;
+    r->qp.init.max_recv_wr = 4;
+    r->qp.init.max_sge = 1;
+}
+
+static uint64_t word;
+
+/* post one signaled Read; the backend's return */
+static int post_read(struct rig *r, struct siwarp_send_wr **bad)
+{
+    struct siwarp_sge sge = { .addr = &word, .length = 8, .lkey = 7 };
+    struct siwarp_send_wr wr = { .wr_id = 0x5eed, .sg_list = &sge, .num_sge = 1,
+                                 .opcode = SIWARP_WR_READ,
+                                 .send_flags = SIWARP_SEND_SIGNALED };
+
+    wr.rdma.remote_addr = 0x1000;
+    wr.rdma.rkey = 9;
+    *bad = NULL;
+    return swp_hw_post_send(&r->qp, &wr, bad);
+}
+
+static int post_recv(struct rig *r)
+{
+    struct siwarp_sge sge = { .addr = &word, .length = 8, .lkey = 7 };
+    struct siwarp_recv_wr wr = { .wr_id = 0xbeef, .sg_list = &sge, .num_sge = 1 };
+    struct siwarp_recv_wr *bad = NULL;
+
+    return swp_hw_post_recv(&r->qp, &wr, &bad);
+}
+
+TEST(posted_is_0)
+{
+    struct rig r;
+    struct siwarp_send_wr *bad;
+
+    rig_init(&r);
+    ASSERT_EQ(post_read(&r, &bad), 0);
+    ASSERT_EQ(prov.calls, 1);
+    ASSERT_EQ(prov.wr_id, 0x5eed);
+}
+
+/* libsiw: the doorbell failed (QP closing or terminating) after the WR
+ * went into the queue; bad_wr NULL.  Posted: 0, so the caller keeps what
+ * the WR names until its (flushed) completion.  It used to come back as 1,
+ * which siwarp_post_send callers take for "completed at post". */
+TEST(doorbell_failure_after_queueing_is_posted)
+{
+    struct rig r;
+    struct siwarp_send_wr *bad;
+
+    rig_init(&r);
+    prov.rc = -1;
+    prov.err = ENOTCONN;
+    prov.bad_null = 1;
+    ASSERT_EQ(post_read(&r, &bad), 0);
+    ASSERT_EQ(prov.calls, 1);
+}
+
+/* libsiw: its queue is full, nothing written: -ENOMEM, the caller's cue
+ * to retry (uct_siwarp: UCS_ERR_NO_RESOURCE).  It used to come back as
+ * +12, read as posted: a WR that would never complete. */
+TEST(negative_errno_from_provider_is_an_error)
+{
+    struct rig r;
+    struct siwarp_send_wr *bad;
+
+    rig_init(&r);
+    prov.rc = -ENOMEM;
+    ASSERT_EQ(post_read(&r, &bad), -ENOMEM);
+    ASSERT(bad != NULL);
+}
+
+/* the verbs API's own convention: a positive errno value */
+TEST(positive_errno_from_provider_is_an_error)
+{
+    struct rig r;
+    struct siwarp_send_wr *bad;
+
+    rig_init(&r);
+    prov.rc = EINVAL;
+    ASSERT_EQ(post_read(&r, &bad), -EINVAL);
+}
+
+/* -1 with the WR named in bad_wr: not posted; the cause is errno's */
+TEST(minus_one_with_the_wr_not_posted_takes_errno)
+{
+    struct rig r;
+    struct siwarp_send_wr *bad;
+
+    rig_init(&r);
+    prov.rc = -1;
+    prov.err = ENOTCONN;
+    ASSERT_EQ(post_read(&r, &bad), -ENOTCONN);
+    prov.rc = -1;
+    prov.err = 0;       /* no errno at all: still an error */
+    ASSERT_EQ(post_read(&r, &bad), -EIO);
+}
+
+/* receives: libsiw's full receive queue is an error, not a posted buffer
+ * (which the peer's credits would count on) */
+TEST(receive_queue_full_is_an_error)
+{
+    struct rig r;
+
+    rig_init(&r);
+    ASSERT_EQ(post_recv(&r), 0);
+    ASSERT_EQ(prov.wr_id, 0xbeef);
+    prov.rc = -ENOMEM;
+    ASSERT_EQ(post_recv(&r), -ENOMEM);
+    prov.rc = ENOMEM;
+    ASSERT_EQ(post_recv(&r), -ENOMEM);
+}
+
+#else
+
+TEST(verbs_backend_post_results)
+{
+    SKIP("configure found no rdma-core headers: the verbs backend is not built");
+}
+
+#endif
+
+SWP_TEST_MAIN()
