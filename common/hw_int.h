@@ -65,6 +65,10 @@ struct swp_hw_qp {
     uint8_t *bounce;
     uint32_t bounce_next;
     bool disconnected;                  /* rdma_disconnect done */
+    /* the last send-side completion was a flushed Read with this wr_id
+     * (swp_hw_wc_twice) */
+    bool flushed_read;
+    uint64_t flushed_read_id;
     const char *how;                    /* "connect" / "accept": for messages */
 };
 
@@ -96,6 +100,35 @@ static inline int swp_hw_post_result(int rc, int err, const void *bad)
     if (rc == -1)
         return err > 0 ? -err : -EIO;
     return rc;
+}
+
+/*
+ * Is this send-side completion the device's second one for a WR it just
+ * completed?  Kernel siw (6.1, siw_qp.c) flushes a Read twice when the QP
+ * fails between the Read's activation and its transmission: activation
+ * copies it into the ORQ (outstanding Read queue) and marks the send WQE
+ * queued; siw_sq_flush then completes the ORQ copy, and the queued WQE
+ * again.  The two come one after the other, both flushed Reads with the
+ * same wr_id.  Passed on, the consumer would give back its slot twice and
+ * call its completion twice (uct_check on siw0: UCX's "comp->count > 0"
+ * abort, 3 runs in 5).  So a flushed Read whose wr_id equals that of the
+ * QP's previous send-side completion, itself a flushed Read, is dropped.
+ * Receives do not break the pair (the RQ is flushed on its own); any
+ * other send-side completion does.  Updates q; true: drop w.
+ */
+static inline bool swp_hw_wc_twice(struct swp_hw_qp *q, const struct siwarp_wc *w)
+{
+    bool flushed_read = w->status == SIWARP_WC_WR_FLUSH_ERR && w->opcode == SIWARP_WC_READ;
+
+    if (w->opcode == SIWARP_WC_RECV)
+        return false;
+    if (flushed_read && q->flushed_read && q->flushed_read_id == w->wr_id) {
+        q->flushed_read = false;
+        return true;
+    }
+    q->flushed_read = flushed_read;
+    q->flushed_read_id = w->wr_id;
+    return false;
 }
 
 /* hw_verbs.c */

@@ -12,6 +12,7 @@
  *  - Registration pins the pages (ibv_reg_mr), unlike the software backend.
  */
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -457,8 +458,9 @@ static struct siwarp_qp *swp_hw_qp_of(struct siwarp_ctx *ctx, uint32_t qpn)
     return swp_qpn_map_get(&swp_hwc(ctx)->qpns, qpn);
 }
 
-/* A verbs completion as libsiwarp's, into w; 0 if its QP is gone (its
- * completion is dropped), else 1. */
+/* A verbs completion as libsiwarp's, into w; 0 if it is dropped (its QP
+ * is gone, or the device completed that WR already: swp_hw_wc_twice),
+ * else 1. */
 static int swp_hw_wc_of(struct siwarp_ctx *ctx, const struct ibv_wc *iwc, struct siwarp_wc *w)
 {
     struct siwarp_qp *qp = swp_hw_qp_of(ctx, iwc->qp_num);
@@ -480,6 +482,11 @@ static int swp_hw_wc_of(struct siwarp_ctx *ctx, const struct ibv_wc *iwc, struct
     }
     w->vendor_err = iwc->status == IBV_WC_SUCCESS ? 0 : iwc->vendor_err;
     w->qp = qp;
+    if (swp_hw_wc_twice(qp->hw, w)) {
+        SWP_DBG("qp %p (verbs): the device completed Read wr_id %#" PRIx64
+                " twice, flushed; the second completion dropped", (void *)qp, w->wr_id);
+        return 0;
+    }
     return 1;
 }
 

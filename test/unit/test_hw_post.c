@@ -15,6 +15,9 @@
  * "comp->count > 0" abort in uct_check's bad-STag case, where the peer's
  * Terminate takes the QP out of RTS between the post and its doorbell);
  * and a full queue read as success left a WR that never completes.
+ * And the one pattern of a completion reported twice that kernel siw
+ * shows (a flushed Read, hw_int.h swp_hw_wc_twice): dropped, and nothing
+ * else is.
  */
 #include <errno.h>
 #include <string.h>
@@ -198,6 +201,64 @@ TEST(receive_queue_full_is_an_error)
     ASSERT_EQ(post_recv(&r), -ENOMEM);
     prov.rc = ENOMEM;
     ASSERT_EQ(post_recv(&r), -ENOMEM);
+}
+
+/* ---- completions the device reports twice (hw_int.h swp_hw_wc_twice) ---- */
+
+static bool seen(struct swp_hw_qp *q, uint64_t id, enum siwarp_wc_opcode op,
+                 enum siwarp_wc_status st)
+{
+    struct siwarp_wc w = { .wr_id = id, .opcode = op, .status = st };
+
+    return !swp_hw_wc_twice(q, &w);     /* true: passed on */
+}
+
+#define FL SIWARP_WC_WR_FLUSH_ERR
+#define OK SIWARP_WC_SUCCESS
+
+/* siw 6.1's flush of a Read activated but not yet sent: the ORQ copy,
+ * then the queued WQE; the second is dropped, what follows is not */
+TEST(siw_double_flush_of_a_read_is_dropped)
+{
+    struct swp_hw_qp q;
+
+    memset(&q, 0, sizeof(q));
+    ASSERT(seen(&q, 0xa, SIWARP_WC_READ, FL));
+    ASSERT(!seen(&q, 0xa, SIWARP_WC_READ, FL));
+    ASSERT(seen(&q, 0xb, SIWARP_WC_WRITE, FL));
+    ASSERT(seen(&q, 0xc, SIWARP_WC_READ, FL));
+    ASSERT(seen(&q, 0xd, SIWARP_WC_READ, FL));
+}
+
+/* a receive flushed between the two does not hide the second */
+TEST(receives_between_do_not_break_the_pair)
+{
+    struct swp_hw_qp q;
+
+    memset(&q, 0, sizeof(q));
+    ASSERT(seen(&q, 0xa, SIWARP_WC_READ, FL));
+    ASSERT(seen(&q, 0x7, SIWARP_WC_RECV, FL));
+    ASSERT(!seen(&q, 0xa, SIWARP_WC_READ, FL));
+}
+
+/* what is not that pattern passes: successful Reads that share a wr_id,
+ * a flushed Read after a successful one of the same wr_id, the same
+ * wr_id with another completion between, a third flushed copy (the pair
+ * is used up) */
+TEST(only_the_consecutive_flushed_pair_is_dropped)
+{
+    struct swp_hw_qp q;
+
+    memset(&q, 0, sizeof(q));
+    ASSERT(seen(&q, 0xa, SIWARP_WC_READ, OK));
+    ASSERT(seen(&q, 0xa, SIWARP_WC_READ, OK));
+    ASSERT(seen(&q, 0xa, SIWARP_WC_READ, FL));
+    ASSERT(seen(&q, 0xb, SIWARP_WC_SEND, FL));
+    ASSERT(seen(&q, 0xa, SIWARP_WC_READ, FL));
+    ASSERT(!seen(&q, 0xa, SIWARP_WC_READ, FL));
+    ASSERT(seen(&q, 0xa, SIWARP_WC_READ, FL));
+    ASSERT(seen(&q, 0xe, SIWARP_WC_WRITE, FL));
+    ASSERT(seen(&q, 0xe, SIWARP_WC_WRITE, FL));   /* only Reads are doubled */
 }
 
 #else
