@@ -176,6 +176,7 @@ typedef struct uct_siwarp_op {
     uct_completion_t     *comp;
     void                 *result;      /* AMO: where the fetched value goes */
     unsigned             kind;
+    int                  live;         /* taken and not yet put back (a completion may come) */
     unsigned             shift;        /* AMO: 0, or 32 for the high half */
     int                  is32;
     uint64_t             *slot;        /* AMO / FLUSH: registered 8 octets */

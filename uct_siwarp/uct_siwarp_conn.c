@@ -378,6 +378,17 @@ unsigned uct_siwarp_conn_handle(uct_siwarp_conn_t *conn, const struct siwarp_wc 
         return 0;
     }
     op = (uct_siwarp_op_t*)(uintptr_t)wc->wr_id;
+    if ((op != NULL) && !op->live) {
+        /* a completion of work whose completion was already handled (ops
+         * are kept on the iface's free list, never freed, so this read is
+         * safe): the device reported one WR twice.  Counting it would give
+         * back a send queue slot twice and call the caller's completion a
+         * second time, on memory the caller may have reused. */
+        ucs_warn("siwarp: connection to %s on %s: a second completion of one work "
+                 "request (%s, kind %u) ignored", conn->peer, conn->iface->if_name,
+                 siwarp_wc_status_str(wc->status), op->kind);
+        return 0;
+    }
     if ((ep != NULL) && ((op == NULL) || (op->ep_gen == ep->gen))) {
         uct_siwarp_ep_tx_done(ep, wc);
         return 1;

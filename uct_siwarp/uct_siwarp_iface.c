@@ -136,6 +136,7 @@ uct_siwarp_op_t *uct_siwarp_op_get(uct_siwarp_iface_t *iface, uct_siwarp_ep_t *e
     op->ep     = ep;
     op->ep_gen = ep->gen;
     op->kind   = kind;
+    op->live   = 1;
     op->comp   = comp;
     op->result = NULL;
     op->shift  = 0;
@@ -147,6 +148,7 @@ uct_siwarp_op_t *uct_siwarp_op_get(uct_siwarp_iface_t *iface, uct_siwarp_ep_t *e
 
 void uct_siwarp_op_put(uct_siwarp_iface_t *iface, uct_siwarp_op_t *op)
 {
+    op->live = 0;
     if (op->slot != NULL) {
         iface->slots.free[iface->slots.count++] = op->slot;
     }
