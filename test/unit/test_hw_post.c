@@ -37,28 +37,35 @@ static struct {
     uint64_t wr_id;    /* of the last WR seen */
 } prov;
 
-static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+/* the scripted answer; *queued: leave bad_wr NULL (all of the WRs went
+ * into the queue) */
+static int fake_answer(uint64_t wr_id, bool *queued)
 {
-    (void)qp;
     prov.calls++;
-    prov.wr_id = wr->wr_id;
-    *bad = prov.bad_null ? NULL : wr;
-    if (prov.rc == 0)
-        *bad = NULL;
+    prov.wr_id = wr_id;
+    *queued = prov.rc == 0 || prov.bad_null;
     errno = prov.err;
     return prov.rc;
 }
 
+static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+    bool queued;
+    int rc = fake_answer(wr->wr_id, &queued);
+
+    (void)qp;
+    *bad = queued ? NULL : wr;
+    return rc;
+}
+
 static int fake_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
+    bool queued;
+    int rc = fake_answer(wr->wr_id, &queued);
+
     (void)qp;
-    prov.calls++;
-    prov.wr_id = wr->wr_id;
-    *bad = prov.bad_null ? NULL : wr;
-    if (prov.rc == 0)
-        *bad = NULL;
-    errno = prov.err;
-    return prov.rc;
+    *bad = queued ? NULL : wr;
+    return rc;
 }
 
 struct rig {
@@ -131,6 +138,16 @@ TEST(posted_is_0)
     ASSERT_EQ(prov.wr_id, 0x5eed);
 }
 
+/* the provider answers the next post with rc and errno err, the WR left
+ * in bad_wr unless queued; the backend's return */
+static int answered(struct rig *r, int rc, int err, int queued, struct siwarp_send_wr **bad)
+{
+    prov.rc = rc;
+    prov.err = err;
+    prov.bad_null = queued;
+    return post_read(r, bad);
+}
+
 /* libsiw: the doorbell failed (QP closing or terminating) after the WR
  * went into the queue; bad_wr NULL.  Posted: 0, so the caller keeps what
  * the WR names until its (flushed) completion.  It used to come back as 1,
@@ -141,51 +158,26 @@ TEST(doorbell_failure_after_queueing_is_posted)
     struct siwarp_send_wr *bad;
 
     rig_init(&r);
-    prov.rc = -1;
-    prov.err = ENOTCONN;
-    prov.bad_null = 1;
-    ASSERT_EQ(post_read(&r, &bad), 0);
+    ASSERT_EQ(answered(&r, -1, ENOTCONN, 1, &bad), 0);
     ASSERT_EQ(prov.calls, 1);
 }
 
-/* libsiw: its queue is full, nothing written: -ENOMEM, the caller's cue
- * to retry (uct_siwarp: UCS_ERR_NO_RESOURCE).  It used to come back as
- * +12, read as posted: a WR that would never complete. */
-TEST(negative_errno_from_provider_is_an_error)
+/* The WR not posted, in each convention: libsiw's full queue (-ENOMEM,
+ * the caller's cue to retry: uct_siwarp's UCS_ERR_NO_RESOURCE; it used to
+ * come back as +12, read as posted: a WR that would never complete), the
+ * verbs API's positive errno, and -1 with the cause in errno (or none). */
+TEST(a_wr_not_posted_is_an_error_in_every_convention)
 {
     struct rig r;
     struct siwarp_send_wr *bad;
 
     rig_init(&r);
-    prov.rc = -ENOMEM;
-    ASSERT_EQ(post_read(&r, &bad), -ENOMEM);
+    ASSERT_EQ(answered(&r, -ENOMEM, 0, 0, &bad), -ENOMEM);
     ASSERT(bad != NULL);
-}
-
-/* the verbs API's own convention: a positive errno value */
-TEST(positive_errno_from_provider_is_an_error)
-{
-    struct rig r;
-    struct siwarp_send_wr *bad;
-
-    rig_init(&r);
-    prov.rc = EINVAL;
-    ASSERT_EQ(post_read(&r, &bad), -EINVAL);
-}
-
-/* -1 with the WR named in bad_wr: not posted; the cause is errno's */
-TEST(minus_one_with_the_wr_not_posted_takes_errno)
-{
-    struct rig r;
-    struct siwarp_send_wr *bad;
-
-    rig_init(&r);
-    prov.rc = -1;
-    prov.err = ENOTCONN;
-    ASSERT_EQ(post_read(&r, &bad), -ENOTCONN);
-    prov.rc = -1;
-    prov.err = 0;       /* no errno at all: still an error */
-    ASSERT_EQ(post_read(&r, &bad), -EIO);
+    ASSERT_EQ(answered(&r, EINVAL, 0, 0, &bad), -EINVAL);
+    ASSERT_EQ(answered(&r, -1, ENOTCONN, 0, &bad), -ENOTCONN);
+    ASSERT_EQ(answered(&r, -1, 0, 0, &bad), -EIO);
+    ASSERT_EQ(prov.calls, 4);
 }
 
 /* receives: libsiw's full receive queue is an error, not a posted buffer
