@@ -123,7 +123,8 @@ static inline long proc_status_kib(const char *field)
  * destination a few octets past its source modulo 4 KiB runs many times
  * slower (contrib/probes/copy-offset.c): btl tcp reads straight into the
  * user's buffer, and with malloc's buffers its 128-512 KiB ping-pong took
- * 13-41% longer than with OSU's (2026-12-07, contrib/PERFORMANCE.md).  NULL when out of memory; free() releases it. */
+ * 13-41% longer than with OSU's (2026-12-07, contrib/PERFORMANCE.md).
+ * NULL when out of memory; free() releases it. */
 static inline void *bench_alloc(size_t bytes)
 {
     void *p = NULL;

@@ -498,12 +498,14 @@ static void test_amo(uct_ep_h ep, region_t *dst)
     }
 }
 
-/* Is this process's stack libsiwarp's software one (SIWARP_DEVICE, as
- * the md chose)?  Otherwise a verbs device: kernel siw or an RNIC. */
-static int soft_backend(void)
+/* Is this process's stack libsiwarp's software one?  A context of this
+ * process picks the backend the md did (SIWARP_DEVICE); otherwise a verbs
+ * device: kernel siw or an RNIC, whose connections are not sockets of
+ * this process and whose Terminates the kernel takes. */
+int soft_backend(void)
 {
     struct siwarp_ctx *ctx;
-    int soft = 1;
+    int soft = 0;
 
     if (siwarp_ctx_create(&ctx) == 0) {
         soft = !strcmp(siwarp_ctx_backend(ctx), "soft");

@@ -40,6 +40,10 @@ int open_side(uct_md_h md, uct_iface_config_t *cfg, const char *dev, side_t *s);
             uct_worker_progress(worker); \
     } while (0)
 
+/* uct_check.c: 1 if this process runs libsiwarp's software stack, 0 on a
+ * verbs device */
+int soft_backend(void);
+
 /* uct_check_conn.c: A and B are open, ep_ab connects A to B */
 void test_conn(uct_md_h md, uct_iface_config_t *cfg, const char *dev, side_t *a, side_t *b,
                uct_ep_h ep_ab, region_t *src, region_t *dst);
