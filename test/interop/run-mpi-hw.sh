@@ -22,7 +22,9 @@
 #     verified.
 # Environment: SIWVM_MPI (/tmp/siwvm-mpi), SIWVM_SCRIPTS, OUT, KEEP=1,
 # MPI_HW_MAX (16777216), MEM (2048), SMP (2), MPI_HW_GUEST=0 (mixed job only),
-# MPI_HW_NS (the network namespace's name),
+# MPI_HW_NS (the network namespace's name), MPI_HW_CAPTURE (1: capture the
+# mixed job whole, kept and checked by mpa-crc-check.py when a rank reports
+# a CRC error; 0: no capture),
 # MPI_HW_RTR (read: the P2P RTR the host's software rank offers; stock siw
 # 6.1 can leave a Write RTR unread, siw-vm README), KARGS (e.g. siwfix=1).
 set -u
@@ -96,6 +98,14 @@ done <"$SHARE/run/steps"
 # ---- the mixed cluster ---------------------------------------------------------
 wait_for 60 test -e "$SHARE/run/agent" || echo "# guest launch agent not ready"
 printf '%s slots=1\n%s slots=1\n' "$HOSTIP" "$GUESTIP" >"$OUT/hostfile"
+# the job's traffic, whole segments: if a rank reports an MPA CRC error,
+# mpa-crc-check.py tells from the wire which side was wrong (kept only then)
+cap=
+if [ "${MPI_HW_CAPTURE:-1}" = 1 ] && command -v dumpcap >/dev/null && command -v tshark >/dev/null; then
+    ip netns exec "$NS" dumpcap -q -i tapsiw0 -f tcp -w "$OUT/mixed.pcapng" 2>"$OUT/dumpcap.err" &
+    cap=$!
+    wait_for 10 grep -q "Capturing on" "$OUT/dumpcap.err"
+fi
 t0=$(now_ms)
 ip netns exec "$NS" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     timeout 900 mpirun --hostfile "$OUT/hostfile" --map-by node --bind-to none \
@@ -110,15 +120,25 @@ ip netns exec "$NS" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=
 rc=$?
 ms=$(( $(now_ms) - t0 ))
 : >"$SHARE/run/mixed.done"
+if [ -n "$cap" ]; then
+    sleep 1; kill "$cap" 2>/dev/null; wait "$cap" 2>/dev/null
+fi
 # rank 0 (lower, it sends first) connects; the guest's rank, on siw0,
 # challenges before it accepts (btl_siwarp_auth.c)
 if [ $rc = 0 ] && grep -q "pingpong: ok" "$OUT/mixed.log" && grep -q "on verbs device siw0" "$OUT/mixed.log" &&
    grep -q "challenging .* before accepting" "$OUT/mixed.log" &&
    grep -q "challenges us; connecting again" "$OUT/mixed.log"; then
     tap ok "mixed cluster: rank 0 host (software), rank 1 guest (siw0 via verbs, accepting after the challenge round), ping-pong 0 B..$MAX B verified ($ms ms)"
+    rm -f "$OUT/mixed.pcapng"   # 200 MB
 else
     tap "not ok" "mixed cluster: host soft + guest siw0 (rc $rc, $ms ms)"
     tail -30 "$OUT/mixed.log" | sed 's/^/#   /'
+    octet=$(sed -n 's/.*CRC error: .* at octet \([0-9]*\).*/\1/p' "$OUT/mixed.log" | head -1)
+    if [ -n "$octet" ] && [ -s "$OUT/mixed.pcapng" ]; then
+        echo "#   the FPDUs on the wire near octet $octet ($OUT/mixed.pcapng):"
+        timeout 600 python3 "$here/mpa-crc-check.py" "$OUT/mixed.pcapng" --octet "$octet" 2>&1 |
+            sed 's/^/#     /'
+    fi
 fi
 grep -h "over iWARP\|pingpong" "$OUT/mixed.log" | head -6 | sed 's/^/#   /'
 wait_for 120 bash -c "! kill -0 $qpid 2>/dev/null" || kill "$qpid" 2>/dev/null
