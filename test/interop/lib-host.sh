@@ -84,3 +84,29 @@ tap_guest_cleanup() {
     wait 2>/dev/null
     [ "${KEEP:-0}" = 1 ] || [ -n "$failed" ] || rm -rf "$SHARE"
 }
+
+# pcap_check FILE CRC(0|1): decode a capture with Wireshark's iWARP dissectors
+# (independent of siwarp's parser) and set pc_detail to what they found:
+# MPA Requests/Replies, FPDUs, malformed frames, expert errors, good and bad
+# CRCs (written out in FILE.txt).  True if clean (and, with CRC 1, every
+# FPDU's CRC good).
+pcap_check() {
+    local f=$1 crc=$2 dec=$1.txt
+    # heuristics first: an ephemeral port that Wireshark registers for
+    # another protocol would otherwise hide the stream's MPA (test_tshark.sh)
+    tshark --disable-protocol rpcordma -o tcp.try_heuristic_first:TRUE -r "$f" -V -O iwarp_mpa,iwarp_ddp_rdmap >"$dec" 2>"$f.tshark.err"
+    local req rep fpdu rdmap malformed errs good bad
+    req=$(grep -c 'Request frame header' "$dec")
+    rep=$(grep -c 'Reply frame header' "$dec")
+    fpdu=$(grep -c '^    FPDU$' "$dec")
+    rdmap=$(grep -c 'Remote Direct Memory Access Protocol' "$dec")
+    malformed=$(grep -c '\[Malformed' "$dec")
+    errs=$(grep -c 'Expert Info (Error' "$dec")
+    good=$(grep -c 'Good CRC32' "$dec")
+    bad=$(grep -ciE 'Bad CRC|incorrect' "$dec")
+    pc_detail="req=$req rep=$rep fpdu=$fpdu ddp/rdmap=$rdmap malformed=$malformed errors=$errs goodcrc=$good badcrc=$bad"
+    [ "$req" -ge 1 ] && [ "$rep" -ge 1 ] || return 1
+    [ "$malformed" -eq 0 ] && [ "$errs" -eq 0 ] && [ "$bad" -eq 0 ] || return 1
+    if [ "$crc" = 1 ]; then [ "$good" -eq "$fpdu" ] || return 1; fi
+    return 0
+}

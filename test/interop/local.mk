@@ -32,7 +32,7 @@ test_interop_test_handshake_race_CPPFLAGS = $(INTEROP_CPPFLAGS)
 # ---- against Linux siw in a qemu guest (make check-interop) ------------------------
 SIWVM ?= /tmp/siwvm
 SIWVM_SCRIPTS ?= $(abs_top_srcdir)/../shared/siw-vm
-EXTRA_DIST += test/interop/lib-host.sh test/interop/lib-guest.sh test/interop/mpa-crc-check.py \
+EXTRA_DIST += test/interop/lib-host.sh test/interop/lib-guest.sh \
 	test/interop/test_rping_verdict.sh
 EXTRA_DIST += test/interop/run-interop.sh test/interop/guest-interop.sh \
 	test/interop/ci-interop.sh test/interop/extract-streams.sh test/interop/traces

@@ -168,28 +168,6 @@ cap_stop() {   # FILE
     cappid=
 }
 
-# pcap_check FILE CRC(0|1): prints a verdict word and details; true if clean
-pcap_check() {
-    local f=$1 crc=$2 dec=$1.txt
-    # heuristics first: an ephemeral port that Wireshark registers for
-    # another protocol would otherwise hide the stream's MPA (test_tshark.sh)
-    tshark --disable-protocol rpcordma -o tcp.try_heuristic_first:TRUE -r "$f" -V -O iwarp_mpa,iwarp_ddp_rdmap >"$dec" 2>"$f.tshark.err"
-    local req rep fpdu rdmap malformed errs good bad
-    req=$(grep -c 'Request frame header' "$dec")
-    rep=$(grep -c 'Reply frame header' "$dec")
-    fpdu=$(grep -c '^    FPDU$' "$dec")
-    rdmap=$(grep -c 'Remote Direct Memory Access Protocol' "$dec")
-    malformed=$(grep -c '\[Malformed' "$dec")
-    errs=$(grep -c 'Expert Info (Error' "$dec")
-    good=$(grep -c 'Good CRC32' "$dec")
-    bad=$(grep -ciE 'Bad CRC|incorrect' "$dec")
-    pc_detail="req=$req rep=$rep fpdu=$fpdu ddp/rdmap=$rdmap malformed=$malformed errors=$errs goodcrc=$good badcrc=$bad"
-    [ "$req" -ge 1 ] && [ "$rep" -ge 1 ] || return 1
-    [ "$malformed" -eq 0 ] && [ "$errs" -eq 0 ] && [ "$bad" -eq 0 ] || return 1
-    if [ "$crc" = 1 ]; then [ "$good" -eq "$fpdu" ] || return 1; fi
-    return 0
-}
-
 # ---- one step --------------------------------------------------------------------------
 
 

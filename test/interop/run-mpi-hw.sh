@@ -23,8 +23,8 @@
 # Environment: SIWVM_MPI (/tmp/siwvm-mpi), SIWVM_SCRIPTS, OUT, KEEP=1,
 # MPI_HW_MAX (16777216), MEM (2048), SMP (2), MPI_HW_GUEST=0 (mixed job only),
 # MPI_HW_NS (the network namespace's name), MPI_HW_CAPTURE (1: capture the
-# mixed job whole, kept and checked by mpa-crc-check.py when a rank reports
-# a CRC error; 0: no capture),
+# mixed job whole, kept and checked with Wireshark (lib-host.sh pcap_check)
+# when a rank reports a CRC error; 0: no capture),
 # MPI_HW_RTR (read: the P2P RTR the host's software rank offers; stock siw
 # 6.1 can leave a Write RTR unread, siw-vm README), KARGS (e.g. siwfix=1).
 set -u
@@ -99,7 +99,8 @@ done <"$SHARE/run/steps"
 wait_for 60 test -e "$SHARE/run/agent" || echo "# guest launch agent not ready"
 printf '%s slots=1\n%s slots=1\n' "$HOSTIP" "$GUESTIP" >"$OUT/hostfile"
 # the job's traffic, whole segments: if a rank reports an MPA CRC error,
-# mpa-crc-check.py tells from the wire which side was wrong (kept only then)
+# Wireshark's dissectors tell from the wire which side was wrong (kept only
+# then)
 cap=
 if [ "${MPI_HW_CAPTURE:-1}" = 1 ] && command -v dumpcap >/dev/null && command -v tshark >/dev/null; then
     ip netns exec "$NS" dumpcap -q -i tapsiw0 -f tcp -w "$OUT/mixed.pcapng" 2>"$OUT/dumpcap.err" &
@@ -133,11 +134,14 @@ if [ $rc = 0 ] && grep -q "pingpong: ok" "$OUT/mixed.log" && grep -q "on verbs d
 else
     tap "not ok" "mixed cluster: host soft + guest siw0 (rc $rc, $ms ms)"
     tail -30 "$OUT/mixed.log" | sed 's/^/#   /'
-    octet=$(sed -n 's/.*CRC error: .* at octet \([0-9]*\).*/\1/p' "$OUT/mixed.log" | head -1)
-    if [ -n "$octet" ] && [ -s "$OUT/mixed.pcapng" ]; then
-        echo "#   the FPDUs on the wire near octet $octet ($OUT/mixed.pcapng):"
-        timeout 600 python3 "$here/mpa-crc-check.py" "$OUT/mixed.pcapng" --octet "$octet" 2>&1 |
-            sed 's/^/#     /'
+    # a CRC error: were the bytes on the wire wrong for their CRC (the
+    # sender's fault), or sound (the receiver checked other bytes)?
+    if grep -q "CRC error" "$OUT/mixed.log" && [ -s "$OUT/mixed.pcapng" ]; then
+        pcap_check "$OUT/mixed.pcapng" 1
+        echo "#   the wire, by Wireshark's iWARP dissectors ($OUT/mixed.pcapng): $pc_detail"
+        grep -iE -B12 'Bad CRC|incorrect' "$OUT/mixed.pcapng.txt" | grep -E '^Frame|CRC' |
+            head -12 | sed 's/^/#     /'
+        rm -f "$OUT/mixed.pcapng.txt"
     fi
 fi
 grep -h "over iWARP\|pingpong" "$OUT/mixed.log" | head -6 | sed 's/^/#   /'
