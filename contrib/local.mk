@@ -26,7 +26,8 @@ EXTRA_DIST += contrib/probes/turnaround.c contrib/probes/wait-pingpong.c \
 	contrib/probes/uring-pingpong.c contrib/probes/tcp-streams.c \
 	contrib/probes/tcp-two-sockets.c contrib/probes/conn-ab.sh contrib/probes/ep-lookup.c \
 	contrib/probes/uct-idle-progress.c contrib/probes/qpn-lookup.c \
-	contrib/probes/copy-offset.c contrib/probes/timeline.py contrib/README.md
+	contrib/probes/copy-offset.c contrib/probes/timeline.py contrib/probes/rndv-floor.c \
+	contrib/README.md
 EXTRA_DIST += contrib/ompi5-root.sh
 
 # in the tarball too (make dist): the analysis, and the probes it cites
