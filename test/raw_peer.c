@@ -22,8 +22,9 @@ void peer_setup_p2p(struct peer *p, bool crc, bool markers, int rtr)
     peer_setup_nego(p, crc, markers, rtr, false);
 }
 
-/* siwarp: the raw peer passes for siwarp (as its Reply's reserved bit would) */
-void peer_setup_nego(struct peer *p, bool crc, bool markers, int rtr, bool siwarp)
+/* srq_max: receives from an SRQ of that many WQEs (0: the QP's own) */
+static void setup(struct peer *p, bool crc, bool markers, int rtr, bool siwarp, uint32_t srq_max,
+                  uint32_t max_ulpdu)
 {
     struct siwarp_qp_init_attr a = { 0 };
     struct swp_nego n;
@@ -39,6 +40,11 @@ void peer_setup_nego(struct peer *p, bool crc, bool markers, int rtr, bool siwar
     a.send_cq = a.recv_cq = p->cq;
     a.max_send_wr = a.max_recv_wr = 64;
     a.max_sge = 2;
+    if (srq_max) {
+        struct siwarp_srq_init_attr sa = { .max_wr = srq_max, .max_sge = 2 };
+        ASSERT_OK(siwarp_create_srq(p->pd, &sa, &p->srq));
+        a.srq = p->srq;
+    }
     ASSERT_OK(siwarp_create_qp(p->pd, &a, &p->qp));
     ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
     p->raw = sv[1];
@@ -48,7 +54,7 @@ void peer_setup_nego(struct peer *p, bool crc, bool markers, int rtr, bool siwar
     n.markers_tx = n.markers_rx = markers;
     n.ird = n.ord = 4;
     n.mulpdu = 16384;
-    n.max_rx_ulpdu = 16384;
+    n.max_rx_ulpdu = max_ulpdu;
     n.p2p = rtr != 0;
     n.rtr = rtr;
     if (rtr)
@@ -62,6 +68,17 @@ void peer_setup_nego(struct peer *p, bool crc, bool markers, int rtr, bool siwar
     p->region = p->map + CANARY;
     memset(p->region, 0, REGION);
     ASSERT_OK(siwarp_reg_mr(p->pd, p->region, REGION, ACC_ALL, &p->mr));
+}
+
+/* siwarp: the raw peer passes for siwarp (as its Reply's reserved bit would) */
+void peer_setup_nego(struct peer *p, bool crc, bool markers, int rtr, bool siwarp)
+{
+    setup(p, crc, markers, rtr, siwarp, 0, 16384);
+}
+
+void peer_setup_rx(struct peer *p, bool crc, uint32_t srq_max, uint32_t max_ulpdu)
+{
+    setup(p, crc, false, 0, false, srq_max, max_ulpdu);
 }
 
 void canaries_intact(struct peer *p)
@@ -89,6 +106,8 @@ void peer_teardown(struct peer *p)
         if (p->kept[i])
             ASSERT_OK(siwarp_dereg_mr(p->kept[i]));
     ASSERT_OK(siwarp_destroy_qp(p->qp));
+    if (p->srq)
+        ASSERT_OK(siwarp_destroy_srq(p->srq));
     ASSERT_OK(siwarp_destroy_cq(p->cq));
     ASSERT_OK(siwarp_dereg_mr(p->mr));
     ASSERT_OK(siwarp_dealloc_pd(p->pd));

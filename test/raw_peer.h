@@ -27,6 +27,7 @@ struct peer {
     uint8_t *region;
     struct siwarp_mr *mr;          /* ACC_ALL over region */
     struct siwarp_mr *kept[4];     /* more MRs, deregistered by peer_teardown */
+    struct siwarp_srq *srq;        /* peer_setup_srq: the QP's receive queue */
     bool crc, markers;
 };
 
@@ -37,6 +38,10 @@ void peer_setup(struct peer *p, bool crc, bool markers);
 void peer_setup_p2p(struct peer *p, bool crc, bool markers, int rtr);
 /* siwarp: the raw peer passes for siwarp (as its Reply's reserved bit would) */
 void peer_setup_nego(struct peer *p, bool crc, bool markers, int rtr, bool siwarp);
+/* ... taking ULPDUs of up to max_ulpdu octets (peer_setup: 16,384), and
+ * its receives from a shared receive queue of srq_max WQEs (p->srq), as
+ * btl_siwarp's QPs take theirs (0: from its own receive queue) */
+void peer_setup_rx(struct peer *p, bool crc, uint32_t srq_max, uint32_t max_ulpdu);
 void canaries_intact(struct peer *p);
 /* release what peer_setup made and the MRs given to peer_keep_mr (a case
  * deregisters any other MR it added) */
