@@ -263,8 +263,8 @@ static void take_requests(struct run *r)
             uint32_t term = 0;
             char what[128];
             swp_rdmap_parse_term(u, ulen, &term);
-            FAIL("the QP sent a Terminate: %s (after %u FPDUs)", swp_term_str(term, what, sizeof(what)),
-                 r->fpdus);
+            FAIL("the QP sent a Terminate: %s (after %u FPDUs)",
+                 swp_term_str(term, what, sizeof(what)), r->fpdus);
         }
         ASSERT_EQ(op, SWP_OP_READ_REQ);
         if (r->crc)
@@ -310,7 +310,8 @@ static void put_fpdu(struct run *r, const uint8_t *hdr, uint32_t hlen, const uin
 static uint32_t seg_room(struct run *r, uint32_t hlen)
 {
     uint32_t ulpdu = r->mss ? r->mss - 2 - 4 - 3
-                   : rnd_upto(&r->rng, 4) ? 1 + rnd_upto(&r->rng, 2048) : 1 + rnd_upto(&r->rng, ULPDU_MAX);
+                   : rnd_upto(&r->rng, 4) ? 1 + rnd_upto(&r->rng, 2048)
+                   : 1 + rnd_upto(&r->rng, ULPDU_MAX);
 
     if (ulpdu > ULPDU_MAX)
         ulpdu = ULPDU_MAX;
@@ -532,7 +533,8 @@ static void cuts(bool handler, bool crc, uint32_t mss)
                "place, predicted segments %llu taken, %llu not\n", (unsigned long long)seed,
                r->sends_done, r->in_place, r->msgs_made - r->sends_made, r->reads_done, r->fpdus,
                r->resp_between, (unsigned long long)r->p.qp->rx.direct,
-               (unsigned long long)r->p.qp->rx.spec_hits, (unsigned long long)r->p.qp->rx.spec_misses);
+               (unsigned long long)r->p.qp->rx.spec_hits,
+               (unsigned long long)r->p.qp->rx.spec_misses);
         run_teardown(r);
     }
     free(r);
