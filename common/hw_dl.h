@@ -26,7 +26,9 @@
 
 /* X(library, function): every rdma-core symbol the verbs backend uses */
 #define SWP_RDMA_CORE_FUNCS(X)                                                   \
-    X(ibverbs, ibv_ack_cq_events)  X(ibverbs, ibv_alloc_pd)                       \
+    X(ibverbs, ibv_ack_async_event) X(ibverbs, ibv_ack_cq_events)                 \
+    X(ibverbs, ibv_alloc_pd)       X(ibverbs, ibv_event_type_str)                 \
+    X(ibverbs, ibv_get_async_event)                                               \
     X(ibverbs, ibv_create_comp_channel) X(ibverbs, ibv_create_cq)                 \
     X(ibverbs, ibv_dealloc_pd)     X(ibverbs, ibv_dereg_mr)                       \
     X(ibverbs, ibv_destroy_comp_channel) X(ibverbs, ibv_destroy_cq)               \
@@ -63,15 +65,18 @@ int swp_rdma_core_load(void);
 #ifndef SWP_HW_DL_NO_REDIRECT
 #undef ibv_reg_mr
 #undef ibv_get_device_list
+#define ibv_ack_async_event        (swp_rc.ibv_ack_async_event)
 #define ibv_ack_cq_events          (swp_rc.ibv_ack_cq_events)
 #define ibv_alloc_pd               (swp_rc.ibv_alloc_pd)
 #define ibv_create_comp_channel    (swp_rc.ibv_create_comp_channel)
 #define ibv_create_cq              (swp_rc.ibv_create_cq)
 #define ibv_dealloc_pd             (swp_rc.ibv_dealloc_pd)
 #define ibv_dereg_mr               (swp_rc.ibv_dereg_mr)
+#define ibv_event_type_str         (swp_rc.ibv_event_type_str)
 #define ibv_destroy_comp_channel   (swp_rc.ibv_destroy_comp_channel)
 #define ibv_destroy_cq             (swp_rc.ibv_destroy_cq)
 #define ibv_free_device_list       (swp_rc.ibv_free_device_list)
+#define ibv_get_async_event        (swp_rc.ibv_get_async_event)
 #define ibv_get_cq_event           (swp_rc.ibv_get_cq_event)
 #define ibv_get_device_list        (swp_rc.ibv_get_device_list)
 #define ibv_get_device_name        (swp_rc.ibv_get_device_name)

@@ -147,4 +147,13 @@ void swp_hw_qp_fail(struct siwarp_qp *qp, int err, const char *fmt, ...)
 /* hw_cm.c: handle every rdma_cm event queued; called locked */
 int  swp_hw_cm_progress(struct siwarp_ctx *ctx);
 
+/* hw_async.c: the device's asynchronous events */
+extern void *const swp_hw_async_tag;               /* the async fd's epoll tag */
+/* the QP's cause for a failure event (negative errno in *err), or NULL
+ * for an event that is not one */
+const char *swp_hw_async_cause(int event, int *err);
+int  swp_hw_async_open(struct siwarp_ctx *ctx);     /* into ctx->epfd */
+void swp_hw_async_close(struct siwarp_ctx *ctx);
+int  swp_hw_async_progress(struct siwarp_ctx *ctx); /* locked: drain; events taken */
+
 #endif /* SWP_HW_INT_H */

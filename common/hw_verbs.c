@@ -119,12 +119,14 @@ int swp_hw_ctx_create(const char *dev, struct siwarp_ctx **out)
         rc = -errno;
         goto err;
     }
+    ctx->hw = h;
+    if ((rc = swp_hw_async_open(ctx)) < 0)
+        goto err;
     pthread_mutex_init(&ctx->lock, NULL);
     swp_list_init(&ctx->qps);
     swp_list_init(&ctx->timers);
     swp_list_init(&ctx->tx_held);
     swp_list_init(&ctx->hints);
-    ctx->hw = h;
     SWP_DBG("ctx %p on verbs device %s (max_qp_wr %d, max_sge %d, max_qp_rd_atom %d)",
             (void *)ctx, name, h->attr.max_qp_wr, h->attr.max_sge, h->attr.max_qp_rd_atom);
     *out = ctx;
@@ -145,6 +147,7 @@ void swp_hw_ctx_destroy(struct siwarp_ctx *ctx)
 {
     struct swp_hw_ctx *h = swp_hwc(ctx);
 
+    swp_hw_async_close(ctx);
     close(ctx->epfd);
     rdma_destroy_event_channel(h->ech);
     rdma_free_devices(h->devs);
@@ -176,16 +179,21 @@ int swp_hw_progress(struct siwarp_ctx *ctx, int timeout_ms)
     if (n < 0)
         return errno == EINTR ? 0 : -errno;
     swp_lock(ctx);
-    handled += swp_hw_cm_progress(ctx);
     if (n > 0) {
         /* CQ pointers may be stale after sleeping: poll again, locked */
         n = epoll_wait(ctx->epfd, ev, 16, 0);
+        /* the device's events first: a QP it failed gets that cause
+         * before the connection's close names another */
         for (int i = 0; i < n; i++)
-            if (ev[i].data.ptr) {
-                swp_hw_cq_events(ev[i].data.ptr);
-                handled++;
-            }
+            if (ev[i].data.ptr == swp_hw_async_tag)
+                handled += swp_hw_async_progress(ctx);
     }
+    handled += swp_hw_cm_progress(ctx);
+    for (int i = 0; i < n; i++)
+        if (ev[i].data.ptr && ev[i].data.ptr != swp_hw_async_tag) {
+            swp_hw_cq_events(ev[i].data.ptr);
+            handled++;
+        }
     swp_unlock(ctx);
     return handled;
 }
@@ -555,6 +563,13 @@ static int swp_hw_poll_locked(struct siwarp_cq *cq, int n, struct siwarp_wc *wc)
     k = swp_hw_poll_verbs(cq, n - got, wc + got);
     if (k < 0)
         return got ? got : k;
+    for (int i = got; i < got + k; i++)
+        if (wc[i].status != SIWARP_WC_SUCCESS) {
+            /* the device may have said why: on the QP before the
+             * consumer asks (hw_async.c) */
+            swp_hw_async_progress(cq->ctx);
+            break;
+        }
     got += k;
     if (got < n) {
         swp_hw_cq_events(cq);

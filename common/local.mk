@@ -35,7 +35,7 @@ common_libswpcore_la_SOURCES = \
 common_libswpcore_la_LIBADD = -lpthread
 common_libswpcore_la_SOURCES += common/backend.c common/hw.h
 if HAVE_VERBS
-common_libswpcore_la_SOURCES += common/hw_verbs.c common/hw_qp.c common/hw_cm.c common/hw_int.h \
+common_libswpcore_la_SOURCES += common/hw_verbs.c common/hw_qp.c common/hw_cm.c common/hw_async.c common/hw_int.h \
 	common/hw_dl.c common/hw_dl.h
 # rdma-core is dlopen'ed on first use (hw_dl.h), not linked
 common_libswpcore_la_LIBADD += -ldl

@@ -26,7 +26,7 @@
 #include "harness.h"
 
 #ifdef HAVE_VERBS
-#include "hw_int.h"
+#include "hw_rig.h"
 
 /* what the fake provider does with the next post */
 static struct {
@@ -68,38 +68,14 @@ static int fake_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_
     return rc;
 }
 
-struct rig {
-    struct ibv_context ibctx;
-    struct ibv_qp ibqp;
-    struct swp_hw_ctx h;
-    struct swp_hw_qp q;
-    struct siwarp_ctx ctx;
-    struct siwarp_qp qp;
-};
-
-/* A QP in RTS on the fake device, as hw_qp.c's realize and established
- * leave one. */
+/* A QP in RTS on the fake device (hw_rig.h), whose posts this file's
+ * provider answers. */
 static void rig_init(struct rig *r)
 {
-    memset(r, 0, sizeof(*r));
+    hw_rig_init(r);
     memset(&prov, 0, sizeof(prov));
     r->ibctx.ops.post_send = fake_post_send;
     r->ibctx.ops.post_recv = fake_post_recv;
-    r->ibqp.context = &r->ibctx;
-    swp_list_init(&r->h.mrs);
-    r->ctx.single_thread = true;
-    r->ctx.hw = &r->h;
-    r->q.kind = SWP_HW_QP;
-    r->q.qp = &r->qp;
-    r->q.ibqp = &r->ibqp;
-    swp_list_init(&r->q.pend_send);
-    swp_list_init(&r->q.pend_recv);
-    r->qp.ctx = &r->ctx;
-    r->qp.hw = &r->q;
-    r->qp.state = SIWARP_QPS_RTS;
-    r->qp.init.max_send_wr = 4;
-    r->qp.init.max_recv_wr = 4;
-    r->qp.init.max_sge = 1;
 }
 
 static uint64_t word;
