@@ -17,7 +17,10 @@
  * Usage: siwarp-rping -s|-c [-a addr] [-p port] [-C count] [-S size] [-vVq]
  *        [--crc|--no-crc] [--mpa 1|2] [--p2p read|write|both|none]
  *        [--markers] [--no-markers-fallback] [--no-v1-fallback]
- *        [--ird N] [--ord N] [--pd TEXT] [-T seconds] [--dev NAME]
+ *        [--ird N] [--ord N] [--pd TEXT] [-T seconds] [--dev NAME] [--bad-rkey]
+ * --bad-rkey (client): the source buffer is advertised under an STag this
+ * end never registered, so that the server's RDMA Read must be refused
+ * (RFC 5040 7.2: a Terminate) -- to see how each end reports it.
  * Prints one "siwarp-rping: connected ..." line with what was negotiated and
  * ends with "siwarp-rping: OK ..." or "siwarp-rping: FAIL ..." (exit 0 / 1).
  */
@@ -56,6 +59,7 @@ struct opts {
     int timeout_s;
     struct siwarp_conn_param cp;
     bool markers_asked;
+    bool bad_rkey;                  /* --bad-rkey */
 };
 
 struct rp {
@@ -318,7 +322,8 @@ static int run_client(struct rp *r, const struct sockaddr *sa, socklen_t sl)
         r->start_buf[o->size - 1] = 0;
         memset(r->rdma_buf, 0, (size_t)o->size);
 
-        if ((rc = send_info(r, r->start_buf, siwarp_mr_stag(r->start_mr), (uint32_t)o->size)))
+        uint32_t src_key = siwarp_mr_stag(r->start_mr) ^ (o->bad_rkey ? 0x00ffff00u : 0);
+        if ((rc = send_info(r, r->start_buf, src_key, (uint32_t)o->size)))
             return fail(r, "ping %d: post source advertisement: %s", ping, strerror(-rc));
         if ((rc = wait_wc(r, SIWARP_WC_RECV, &wc)))
             return wc_fail(r, rc, &wc, "waiting for the go-ahead after the RDMA Read");
@@ -464,10 +469,13 @@ static void usage(void)
         "  --ird N --ord N            inbound / outbound RDMA Read depth (default 16)\n"
         "  --pd TEXT                  private data of the Request / Reply\n"
         "  --dev NAME                 backend: soft, auto or a verbs device (siw0);\n"
-        "                             default: SIWARP_DEVICE, else soft\n");
+        "                             default: SIWARP_DEVICE, else soft\n"
+        "  --bad-rkey                 (client) advertise an STag this end does not have:\n"
+        "                             the server's RDMA Read must be refused\n");
 }
 
-enum { O_CRC = 256, O_NOCRC, O_MPA, O_P2P, O_MARKERS, O_NOMFB, O_NOV1, O_IRD, O_ORD, O_PD, O_DEV };
+enum { O_CRC = 256, O_NOCRC, O_MPA, O_P2P, O_MARKERS, O_NOMFB, O_NOV1, O_IRD, O_ORD, O_PD, O_DEV,
+       O_BADKEY };
 
 static int parse(int argc, char **argv, struct opts *o)
 {
@@ -479,7 +487,7 @@ static int parse(int argc, char **argv, struct opts *o)
         { "no-v1-fallback", no_argument, 0, O_NOV1 },
         { "ird", required_argument, 0, O_IRD }, { "ord", required_argument, 0, O_ORD },
         { "pd", required_argument, 0, O_PD }, { "help", no_argument, 0, 'h' },
-        { "dev", required_argument, 0, O_DEV },
+        { "dev", required_argument, 0, O_DEV }, { "bad-rkey", no_argument, 0, O_BADKEY },
         { 0, 0, 0, 0 }
     };
     int c, side = -1;
@@ -527,12 +535,15 @@ static int parse(int argc, char **argv, struct opts *o)
             o->cp.private_data_len = (uint16_t)strlen(optarg);
             break;
         case O_DEV: o->dev = optarg; break;
+        case O_BADKEY: o->bad_rkey = true; break;
         default: return -1;
         }
     }
     if (side < 0 || optind != argc)
         return -1;
     o->server = side == 1;
+    if (o->bad_rkey && o->server)
+        return -1;
     if (o->size < RPING_MIN_SIZE || o->size > RPING_MAX_SIZE) {
         fprintf(stderr, "siwarp-rping: invalid size %d (valid range is %d to %d)\n",
                 o->size, RPING_MIN_SIZE, RPING_MAX_SIZE);

@@ -81,6 +81,17 @@ wait_listen 7174 $spid
 wait $spid
 finish $id $? "$t0"
 
+# h09: mixed, siw0 client here advertising an STag it does not have; the
+# host server's RDMA Read must be refused, and this end must say why
+id=h09; t0=$(up)
+if wait_file "$R/go.$id" 600; then
+    timeout "$T" $B -c --dev siw0 -a 10.0.2.100 -p 7174 -C 1 -S 64 -T 10 --bad-rkey >/tmp/out.$id 2>&1
+    rc=$?
+else
+    echo "SIWHW: host server never became ready" >/tmp/out.$id; rc=125
+fi
+finish $id $rc "$t0"
+
 dmesg | grep -iE 'siw|iwarp' | tail -40 >"$R/dmesg"
 sync
 echo "SIWHW: all steps done"

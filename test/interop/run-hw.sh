@@ -39,6 +39,7 @@ desc() {
     h06) echo "mixed: guest siwarp-rping -s on siw0 <- host siwarp-rping -c (soft), 3 x 64 B" ;;
     h07) echo "mixed: guest siwarp-rping -c on siw0 -> host siwarp-rping -s (soft), 3 x 64 B" ;;
     h08) echo "mixed: guest siwarp-rping -s on siw0 <- host soft client, 2 x 65000 B" ;;
+    h09) echo "mixed: guest client on siw0 advertises a bad STag: the host's Read refused, both ends say why" ;;
     esac
 }
 n=0
@@ -103,6 +104,30 @@ judge() {  # ID HOSTRC(or -)
     grep -h "connected\|OK" "$d/$id.guest.log" "$d/$id.host.log" 2>/dev/null | sed 's/^/#   /' | head -4
 }
 
+# h09: both ends must fail, each naming the cause: the host (software) the
+# Terminate it received (siw 6.1 sends a DDP catastrophic error for a Read
+# of a bad STag, not RDMAP's invalid STag), the guest the device's
+# asynchronous event for the Read it refused (common/hw_async.c), not a
+# bare close
+judge_refused() {  # ID HOSTRC
+    local id=$1 hrc=$2 d=$OUT/$boot
+    if ! wait_for 90 test -e "$SHARE/run/done.$id"; then
+        tap "not ok" "$boot/$id: $(desc "$id") (guest step did not finish)"
+        return
+    fi
+    cp "$SHARE/run/out.$id" "$d/$id.guest.log"
+    if [ "$hrc" != 0 ] && grep -q "FAIL.*Terminate received" "$d/$id.host.log" &&
+       grep -q "backend siw0" "$d/$id.guest.log" &&
+       grep -q "FAIL.*IBV_EVENT_QP_" "$d/$id.guest.log"; then
+        tap ok "$boot/$id: $(desc "$id")"
+        printf '%-6s %-4s %-78s %-5s\n' "$boot" "$id" "$(desc "$id")" pass >>"$OUT/summary.txt"
+    else
+        tap "not ok" "$boot/$id: $(desc "$id") (host rc $hrc)"
+        printf '%-6s %-4s %-78s %-5s\n' "$boot" "$id" "$(desc "$id")" FAIL >>"$OUT/summary.txt"
+    fi
+    grep -h "FAIL" "$d/$id.guest.log" "$d/$id.host.log" 2>/dev/null | sed 's/^/#   /' | head -4
+}
+
 run_boot() {
     boot=$1
     local kargs="" tb hrc
@@ -123,6 +148,7 @@ run_boot() {
     host_client h06 3 64; hrc=$?; judge h06 $hrc
     host_server h07 3; hrc=$?; judge h07 $hrc
     host_client h08 2 65000; hrc=$?; judge h08 $hrc
+    host_server h09 1; hrc=$?; judge_refused h09 $hrc
     wait_for 60 bash -c "! kill -0 $qpid 2>/dev/null" || kill "$qpid" 2>/dev/null
     wait "$qpid" 2>/dev/null; qpid=
     cp "$SHARE/run/dmesg" "$SHARE/run/devinfo" "$OUT/$boot/" 2>/dev/null
@@ -139,7 +165,7 @@ if [ ! -f "$SIWVM/vmlinux" ] || [ ! -f "$SIWVM/initrd.img" ]; then
     echo "1..0 # SKIP no siw guest in $SIWVM (run $SIWVM_SCRIPTS/build-guest.sh)"; exit 0
 fi
 set -- $BOOTS
-echo "1..$(( $# * 8 ))"
+echo "1..$(( $# * 9 ))"
 echo "# output in $OUT"
 : >"$OUT/summary.txt"
 for b in $BOOTS; do run_boot "$b"; done
