@@ -85,6 +85,37 @@ tap_guest_cleanup() {
     [ "${KEEP:-0}" = 1 ] || [ -n "$failed" ] || rm -rf "$SHARE"
 }
 
+# crc_capture_start NS IFACE FILE: capture the TCP traffic of IFACE in NS,
+# whole segments, into FILE (sets cap_pid; empty without dumpcap/tshark),
+# for crc_verdict.  A mixed job's traffic is a few hundred MB.
+crc_capture_start() {
+    cap_pid=
+    command -v dumpcap >/dev/null && command -v tshark >/dev/null || return 0
+    ip netns exec "$1" dumpcap -q -i "$2" -f tcp -w "$3" 2>"$3.err" &
+    cap_pid=$!
+    wait_for 10 grep -q "Capturing on" "$3.err"
+}
+
+# crc_verdict LOG FILE: stop the capture; if LOG reports an MPA CRC error,
+# print what Wireshark's dissectors make of the wire (were the bytes sent
+# wrong for their CRC, the sender's fault, or sound, the receiver's?) and
+# keep FILE; otherwise delete it.
+crc_verdict() {
+    local log=$1 f=$2
+    if [ -n "$cap_pid" ]; then
+        sleep 1; kill "$cap_pid" 2>/dev/null; wait "$cap_pid" 2>/dev/null; cap_pid=
+    fi
+    if grep -q "CRC error" "$log" && [ -s "$f" ]; then
+        pcap_check "$f" 1
+        echo "#   the wire, by Wireshark's iWARP dissectors ($f): $pc_detail"
+        grep -iE -B12 'Bad CRC|incorrect' "$f.txt" | grep -E '^Frame|CRC' | head -12 |
+            sed 's/^/#     /'
+        rm -f "$f.txt"
+    else
+        rm -f "$f" "$f.err"
+    fi
+}
+
 # pcap_check FILE CRC(0|1): decode a capture with Wireshark's iWARP dissectors
 # (independent of siwarp's parser) and set pc_detail to what they found:
 # MPA Requests/Replies, FPDUs, malformed frames, expert errors, good and bad

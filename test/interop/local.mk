@@ -23,7 +23,7 @@ INTEROP_CPPFLAGS = -I$(top_srcdir)/include -I$(top_srcdir)/common -I$(top_srcdir
 	-DSWP_SRCDIR='"$(abs_top_srcdir)"'
 check_PROGRAMS += test/interop/test_traces test/interop/test_handshake_race
 TESTS += test/interop/test_traces test/interop/test_handshake_race \
-	test/interop/test_rping_verdict.sh
+	test/interop/test_rping_verdict.sh test/interop/test_crc_verdict.sh
 test_interop_test_traces_SOURCES = test/interop/test_traces.c
 test_interop_test_traces_CPPFLAGS = $(INTEROP_CPPFLAGS)
 test_interop_test_handshake_race_SOURCES = test/interop/test_handshake_race.c
@@ -33,7 +33,7 @@ test_interop_test_handshake_race_CPPFLAGS = $(INTEROP_CPPFLAGS)
 SIWVM ?= /tmp/siwvm
 SIWVM_SCRIPTS ?= $(abs_top_srcdir)/../shared/siw-vm
 EXTRA_DIST += test/interop/lib-host.sh test/interop/lib-guest.sh \
-	test/interop/test_rping_verdict.sh
+	test/interop/test_rping_verdict.sh test/interop/test_crc_verdict.sh
 EXTRA_DIST += test/interop/run-interop.sh test/interop/guest-interop.sh \
 	test/interop/ci-interop.sh test/interop/extract-streams.sh test/interop/traces
 

@@ -23,8 +23,8 @@
 # Environment: SIWVM_MPI (/tmp/siwvm-mpi), SIWVM_SCRIPTS, OUT, KEEP=1,
 # MPI_HW_MAX (16777216), MEM (2048), SMP (2), MPI_HW_GUEST=0 (mixed job only),
 # MPI_HW_NS (the network namespace's name), MPI_HW_CAPTURE (1: capture the
-# mixed job whole, kept and checked with Wireshark (lib-host.sh pcap_check)
-# when a rank reports a CRC error; 0: no capture),
+# mixed job whole, kept and checked with Wireshark when a rank reports a
+# CRC error, lib-host.sh crc_verdict; 0: no capture),
 # MPI_HW_RTR (read: the P2P RTR the host's software rank offers; stock siw
 # 6.1 can leave a Write RTR unread, siw-vm README), KARGS (e.g. siwfix=1).
 set -u
@@ -101,12 +101,8 @@ printf '%s slots=1\n%s slots=1\n' "$HOSTIP" "$GUESTIP" >"$OUT/hostfile"
 # the job's traffic, whole segments: if a rank reports an MPA CRC error,
 # Wireshark's dissectors tell from the wire which side was wrong (kept only
 # then)
-cap=
-if [ "${MPI_HW_CAPTURE:-1}" = 1 ] && command -v dumpcap >/dev/null && command -v tshark >/dev/null; then
-    ip netns exec "$NS" dumpcap -q -i tapsiw0 -f tcp -w "$OUT/mixed.pcapng" 2>"$OUT/dumpcap.err" &
-    cap=$!
-    wait_for 10 grep -q "Capturing on" "$OUT/dumpcap.err"
-fi
+cap_pid=
+[ "${MPI_HW_CAPTURE:-1}" = 1 ] && crc_capture_start "$NS" tapsiw0 "$OUT/mixed.pcapng"
 t0=$(now_ms)
 ip netns exec "$NS" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     timeout 900 mpirun --hostfile "$OUT/hostfile" --map-by node --bind-to none \
@@ -121,29 +117,17 @@ ip netns exec "$NS" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=
 rc=$?
 ms=$(( $(now_ms) - t0 ))
 : >"$SHARE/run/mixed.done"
-if [ -n "$cap" ]; then
-    sleep 1; kill "$cap" 2>/dev/null; wait "$cap" 2>/dev/null
-fi
 # rank 0 (lower, it sends first) connects; the guest's rank, on siw0,
 # challenges before it accepts (btl_siwarp_auth.c)
 if [ $rc = 0 ] && grep -q "pingpong: ok" "$OUT/mixed.log" && grep -q "on verbs device siw0" "$OUT/mixed.log" &&
    grep -q "challenging .* before accepting" "$OUT/mixed.log" &&
    grep -q "challenges us; connecting again" "$OUT/mixed.log"; then
     tap ok "mixed cluster: rank 0 host (software), rank 1 guest (siw0 via verbs, accepting after the challenge round), ping-pong 0 B..$MAX B verified ($ms ms)"
-    rm -f "$OUT/mixed.pcapng"   # 200 MB
 else
     tap "not ok" "mixed cluster: host soft + guest siw0 (rc $rc, $ms ms)"
     tail -30 "$OUT/mixed.log" | sed 's/^/#   /'
-    # a CRC error: were the bytes on the wire wrong for their CRC (the
-    # sender's fault), or sound (the receiver checked other bytes)?
-    if grep -q "CRC error" "$OUT/mixed.log" && [ -s "$OUT/mixed.pcapng" ]; then
-        pcap_check "$OUT/mixed.pcapng" 1
-        echo "#   the wire, by Wireshark's iWARP dissectors ($OUT/mixed.pcapng): $pc_detail"
-        grep -iE -B12 'Bad CRC|incorrect' "$OUT/mixed.pcapng.txt" | grep -E '^Frame|CRC' |
-            head -12 | sed 's/^/#     /'
-        rm -f "$OUT/mixed.pcapng.txt"
-    fi
 fi
+crc_verdict "$OUT/mixed.log" "$OUT/mixed.pcapng"
 grep -h "over iWARP\|pingpong" "$OUT/mixed.log" | head -6 | sed 's/^/#   /'
 wait_for 120 bash -c "! kill -0 $qpid 2>/dev/null" || kill "$qpid" 2>/dev/null
 wait "$qpid" 2>/dev/null; qpid=

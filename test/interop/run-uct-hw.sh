@@ -39,7 +39,9 @@
 # MPI_UCT_JOBS ("pingpong rma rma-atomics"; empty: none), MPI_UCT_MAX
 # (4194304), MPI_UCT_TIMEOUT (150 s a job), UCT_HW_SNAPLEN (128: octets of
 # each segment captured into mixed.pcapng; 0, whole segments, to check a
-# stream's CRCs afterwards).
+# stream's CRCs afterwards).  Each mixed MPI job is also captured whole,
+# kept and checked with Wireshark only if a rank reports an MPA CRC error
+# (lib-host.sh crc_verdict).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib-host.sh"     # now_ms, wait_for, tap_guest_*, rsh_agent, hw_guest_start
@@ -243,6 +245,8 @@ mpi_mixed() {
     shift 4
     # -x belongs to one application context: each gets all of them
     local x="-x UCX_TLS=siwarp,self -x UCX_NET_DEVICES=eth0 -x LD_PRELOAD=$SHARE/uct/libuct_siwarp.so.0"
+    # whole segments while it runs: a CRC error gets Wireshark's verdict
+    crc_capture_start "$NS" eth0 "$OUT/$id.pcapng"
     t0=$(now_ms)
     # shellcheck disable=SC2086
     ip netns exec "$NS" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
@@ -254,6 +258,7 @@ mpi_mixed() {
         </dev/null >"$log" 2>&1
     rc=$?
     ms=$(( $(now_ms) - t0 ))
+    crc_verdict "$log" "$OUT/$id.pcapng"
     if [ "$expect" = FAIL ]; then
         if [ $rc != 0 ] && [ $rc != 124 ] &&
            grep -q "set UCX_SIWARP_ATOMICS=n on the software ranks" "$log"; then
