@@ -35,24 +35,18 @@ PY
 echo "siwarp: ... CRC error: received 0x5c2a8470, computed 0xf1703250" >"$tmp/crc.log"
 echo "pingpong: ok" >"$tmp/fine.log"
 
-out=$(crc_verdict "$tmp/crc.log" "$tmp/good.pcap")
-if echo "$out" | grep -q "badcrc=0" && echo "$out" | grep -qE "goodcrc=[1-9]" && [ -f "$tmp/good.pcap" ]; then
-    echo "ok 1 - a sound capture: every CRC good, the capture kept"
-else
-    echo "not ok 1 - a sound capture"; bad=1
-fi
-echo "$out" | sed 's/^/# /'
-out=$(crc_verdict "$tmp/crc.log" "$tmp/bad.pcap")
-if echo "$out" | grep -q "badcrc=1" && echo "$out" | grep -q "^#     Frame" && [ -f "$tmp/bad.pcap" ]; then
-    echo "ok 2 - one CRC octet changed: one bad CRC, its frame named, the capture kept"
-else
-    echo "not ok 2 - one CRC octet changed"; bad=1
-fi
-echo "$out" | sed 's/^/# /'
-out=$(crc_verdict "$tmp/fine.log" "$tmp/good.pcap")
-if [ -z "$out" ] && [ ! -f "$tmp/good.pcap" ]; then
-    echo "ok 3 - no CRC error in the log: nothing printed, the capture deleted"
-else
-    echo "not ok 3 - no CRC error in the log"; bad=1
-fi
+# check N WHAT LOG CAPTURE CONDITION: crc_verdict LOG CAPTURE, its output
+# in $out, must meet CONDITION (a shell test)
+check() {
+    out=$(crc_verdict "$3" "$4")
+    if eval "$5"; then echo "ok $1 - $2"; else echo "not ok $1 - $2"; bad=1; fi
+    [ -z "$out" ] || echo "$out" | sed 's/^/# /'
+}
+check 1 "a sound capture: every CRC good, the capture kept" "$tmp/crc.log" "$tmp/good.pcap" \
+    'echo "$out" | grep -q "badcrc=0" && echo "$out" | grep -qE "goodcrc=[1-9]" && [ -f "$tmp/good.pcap" ]'
+check 2 "one CRC octet changed: one bad CRC, its frame named, the capture kept" \
+    "$tmp/crc.log" "$tmp/bad.pcap" \
+    'echo "$out" | grep -q "badcrc=1" && echo "$out" | grep -q "^#     Frame" && [ -f "$tmp/bad.pcap" ]'
+check 3 "no CRC error in the log: nothing printed, the capture deleted" \
+    "$tmp/fine.log" "$tmp/good.pcap" '[ -z "$out" ] && [ ! -f "$tmp/good.pcap" ]'
 exit $bad
